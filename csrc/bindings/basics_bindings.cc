@@ -1,0 +1,67 @@
+// Bindings for init/shutdown and the questions about ranks and machines.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bindings/python_errors.h"
+#include "bindings/runtime_holder.h"
+#include "common/build_config.h"
+#include "common/config.h"
+#include "transport/registry.h"
+
+namespace py = pybind11;
+
+namespace flock {
+
+std::unique_ptr<Runtime>& RuntimeSlot() {
+  static std::unique_ptr<Runtime> runtime;
+  return runtime;
+}
+
+Runtime& RequireRuntime() {
+  if (!RuntimeSlot()) {
+    throw StatusError(Status::NotInitialized(
+        "flock is not initialized: call flock.init() (e.g. bf.init()) before this"));
+  }
+  return *RuntimeSlot();
+}
+
+void BindBasics(py::module_& m) {
+  m.def("init", [] {
+    if (RuntimeSlot()) return;
+    Config config = ValueOrThrow(Config::FromEnvironment());
+    py::gil_scoped_release release;  // MPI start-up can take a while
+    RuntimeSlot() = ValueOrThrow(Runtime::Create(config));
+  });
+  m.def("shutdown", [] {
+    py::gil_scoped_release release;
+    RuntimeSlot().reset();
+  });
+  m.def("finalize", [] {
+    RuntimeSlot().reset();
+    FinalizeTransports();
+  }, "Ends MPI if flock started it; called once at interpreter exit.");
+  m.def("is_initialized", [] { return static_cast<bool>(RuntimeSlot()); });
+  m.def("size", [] { return RequireRuntime().size(); });
+  m.def("rank", [] { return RequireRuntime().rank(); });
+  m.def("local_size", [] { return RequireRuntime().machine().local_size; });
+  m.def("local_rank", [] { return RequireRuntime().machine().local_rank; });
+  m.def("machine_size", [] { return RequireRuntime().machine().machine_size; });
+  m.def("machine_rank", [] { return RequireRuntime().machine().machine_rank; });
+  m.def("is_homogeneous", [] { return RequireRuntime().machine().homogeneous; });
+  m.def("mpi_threads_supported", [] { return RequireRuntime().transport().threads_supported(); });
+  m.def("nccl_built", [] { return NcclBuilt(); });
+  m.def("cuda_toolkit_found", [] { return FLOCK_WITH_NCCL != 0; });
+  m.def("abort", [](int code) {
+    if (RuntimeSlot()) RuntimeSlot()->transport().Abort(code);
+  }, "Ends every rank of the job with the given exit code.");
+  m.def("settings", [] {
+    py::list rows;
+    for (const SettingInfo& s : SettingsTable()) {
+      rows.append(py::make_tuple(s.name, s.type, s.default_value, s.doc));
+    }
+    return rows;
+  }, "Every FLOCK_* setting as (name, type, default, doc).");
+  m.attr("__version__") = FLOCK_VERSION;
+}
+
+}  // namespace flock

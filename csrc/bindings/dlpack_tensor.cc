@@ -1,0 +1,89 @@
+#include "bindings/dlpack_tensor.h"
+
+#include <dlpack/dlpack.h>
+
+namespace py = pybind11;
+
+namespace flock {
+namespace {
+
+Result<DataType> ToDataType(const DLDataType& t) {
+  if (t.lanes == 1) {
+    if (t.code == kDLFloat && t.bits == 16) return DataType::kFloat16;
+    if (t.code == kDLFloat && t.bits == 32) return DataType::kFloat32;
+    if (t.code == kDLFloat && t.bits == 64) return DataType::kFloat64;
+    if (t.code == kDLBfloat && t.bits == 16) return DataType::kBFloat16;
+    if (t.code == kDLInt && t.bits == 8) return DataType::kInt8;
+    if (t.code == kDLInt && t.bits == 32) return DataType::kInt32;
+    if (t.code == kDLInt && t.bits == 64) return DataType::kInt64;
+    if (t.code == kDLUInt && t.bits == 8) return DataType::kUInt8;
+  }
+  static const char* kCodes[] = {"int", "uint", "float", "opaque", "bfloat", "complex"};
+  std::string name = t.code < 6 ? kCodes[t.code] : "code" + std::to_string(t.code);
+  return Status::Unsupported("dtype " + name + std::to_string(t.bits) +
+                             " is not supported; flock communicates bool, uint8, int8, int32, "
+                             "int64, float16, bfloat16, float32 and float64 (convert the tensor)");
+}
+
+Result<Device> ToDevice(const DLDevice& d) {
+  if (d.device_type == kDLCPU) return Device{DeviceType::kCPU, 0};
+  if (d.device_type == kDLCUDA) return Device{DeviceType::kCUDA, d.device_id};
+  return Status::Unsupported("tensors on DLPack device type " + std::to_string(d.device_type) +
+                             " are not supported; move the tensor to the CPU");
+}
+
+bool IsCompact(const DLTensor& t) {
+  if (t.strides == nullptr) return true;
+  for (int d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] == 0) return true;  // no elements: strides are meaningless
+  }
+  int64_t expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.shape[d];
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<DlpackTensor> DlpackTensor::FromCapsule(py::capsule capsule,
+                                               const std::optional<std::string>& dtype_override) {
+  if (std::string(capsule.name() ? capsule.name() : "") != "dltensor") {
+    return Status::InvalidArgument("expected an unused DLPack capsule named 'dltensor'");
+  }
+  auto* managed = static_cast<DLManagedTensor*>(capsule.get_pointer());
+  // Take ownership: the capsule no longer frees the tensor; we call its deleter.
+  PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+  DlpackTensor out;
+  out.owner_.reset(managed, [](DLManagedTensor* m) {
+    // Producers such as numpy drop Python references in their deleter, and the
+    // last owner may be a thread without the GIL.
+    if (m->deleter == nullptr || !Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    m->deleter(m);
+  });
+
+  const DLTensor& t = managed->dl_tensor;
+  if (!IsCompact(t)) {
+    return Status::InvalidArgument("tensor is not contiguous; call .contiguous() first");
+  }
+  Result<Device> device = ToDevice(t.device);
+  if (!device.ok()) return device.status();
+  Result<DataType> dtype = ToDataType(t.dtype);
+  if (!dtype.ok()) return dtype.status();
+  out.view_.dtype = dtype.value();
+  if (dtype_override) {
+    auto parsed = ParseDataType(*dtype_override);
+    if (!parsed || DataTypeSize(*parsed) != DataTypeSize(dtype.value())) {
+      return Status::Internal("bad dtype override '" + *dtype_override + "'");
+    }
+    out.view_.dtype = *parsed;
+  }
+  out.view_.device = device.value();
+  out.view_.shape.assign(t.shape, t.shape + t.ndim);
+  out.view_.data = static_cast<char*>(t.data) + t.byte_offset;
+  return out;
+}
+
+}  // namespace flock

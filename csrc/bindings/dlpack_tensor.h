@@ -1,0 +1,36 @@
+// DlpackTensor: a tensor received from Python through a DLPack capsule.
+//
+// Taking the capsule consumes it (renamed "used_dltensor", as the protocol
+// asks) and makes this object the owner of the DLManagedTensor: the producer's
+// tensor (torch or numpy) stays alive until the last copy of this object is
+// destroyed, however long an asynchronous op keeps it.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "common/tensor_view.h"
+
+struct DLManagedTensor;
+
+namespace flock {
+
+class DlpackTensor {
+ public:
+  // dtype_override reinterprets the elements (Python passes torch.bool as
+  // uint8 storage with override "bool", since DLPack 0.6 has no bool).
+  static Result<DlpackTensor> FromCapsule(pybind11::capsule capsule,
+                                          const std::optional<std::string>& dtype_override);
+
+  const TensorView& view() const { return view_; }
+
+ private:
+  std::shared_ptr<DLManagedTensor> owner_;
+  TensorView view_;
+};
+
+}  // namespace flock

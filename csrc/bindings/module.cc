@@ -1,0 +1,17 @@
+// flock._core: the Python extension module. Python-facing wrappers live in
+// python/flock; this module only converts arguments and errors.
+#include <pybind11/pybind11.h>
+
+#include "bindings/python_errors.h"
+
+namespace flock {
+void BindBasics(pybind11::module_& m);
+void BindCollectives(pybind11::module_& m);
+}  // namespace flock
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "flock core: MPI transport and collectives (use flock.torch or flock.numpy)";
+  flock::RegisterErrorTranslator(m);
+  flock::BindBasics(m);
+  flock::BindCollectives(m);
+}

@@ -1,0 +1,101 @@
+#include "common/config.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace flock {
+namespace {
+
+const std::vector<SettingInfo> kSettings = {
+    {"FLOCK_LOG_LEVEL", "enum", "warning",
+     "Log verbosity: trace, debug, info, warning, error or off."},
+    {"FLOCK_TIMELINE", "path", "",
+     "Write a Chrome trace-event timeline to this path (one file per rank)."},
+    {"FLOCK_FUSION_THRESHOLD", "bytes", "67108864",
+     "Largest fusion buffer: small tensors going the same way travel together up to this size."},
+    {"FLOCK_CYCLE_TIME_MS", "float", "1.0",
+     "How long the engine waits to gather requests for fusion before it communicates."},
+    {"FLOCK_STALL_WARNING_S", "float", "60",
+     "Warn when some ranks have submitted a tensor and others have not for this long."},
+    {"FLOCK_STALL_SHUTDOWN_S", "float", "0",
+     "Turn a stall that lasts this long into an error on every rank (0: never)."},
+    {"FLOCK_LOCAL_SIZE", "int", "0",
+     "Pretend machines have this many ranks each (testing); 0 uses MPI shared-memory groups."},
+};
+
+Status BadValue(const std::string& name, const std::string& value, const char* expected) {
+  return Status::InvalidArgument("environment variable " + name + "='" + value +
+                                 "' is not valid: expected " + expected);
+}
+
+Status ParseInt(const std::string& name, const std::string& text, int64_t min, int64_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value < min) {
+    return BadValue(name, text, min == 0 ? "an integer >= 0" : "a positive integer");
+  }
+  *out = value;
+  return Status::OK();
+}
+
+Status ParseSeconds(const std::string& name, const std::string& text, double* out) {
+  errno = 0;
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0 || !(value >= 0)) {
+    return BadValue(name, text, "a number >= 0");
+  }
+  *out = value;
+  return Status::OK();
+}
+
+}  // namespace
+
+const std::vector<SettingInfo>& SettingsTable() { return kSettings; }
+
+Result<Config> Config::Parse(const Lookup& lookup) {
+  Config config;
+  if (auto v = lookup("FLOCK_LOG_LEVEL")) {
+    auto level = ParseLogLevel(*v);
+    if (!level) return BadValue("FLOCK_LOG_LEVEL", *v, "trace, debug, info, warning, error or off");
+    config.log_level = *level;
+  }
+  if (auto v = lookup("FLOCK_TIMELINE")) config.timeline_path = *v;
+  if (auto v = lookup("FLOCK_FUSION_THRESHOLD")) {
+    FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_FUSION_THRESHOLD", *v, 0, &config.fusion_threshold_bytes));
+  }
+  if (auto v = lookup("FLOCK_CYCLE_TIME_MS")) {
+    FLOCK_RETURN_IF_ERROR(ParseSeconds("FLOCK_CYCLE_TIME_MS", *v, &config.cycle_time_ms));
+  }
+  if (auto v = lookup("FLOCK_STALL_WARNING_S")) {
+    FLOCK_RETURN_IF_ERROR(ParseSeconds("FLOCK_STALL_WARNING_S", *v, &config.stall_warning_s));
+  }
+  if (auto v = lookup("FLOCK_STALL_SHUTDOWN_S")) {
+    FLOCK_RETURN_IF_ERROR(ParseSeconds("FLOCK_STALL_SHUTDOWN_S", *v, &config.stall_shutdown_s));
+  }
+  if (auto v = lookup("FLOCK_LOCAL_SIZE")) {
+    int64_t local = 0;
+    FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_LOCAL_SIZE", *v, 0, &local));
+    config.local_size_override = static_cast<int>(local);
+  }
+  return config;
+}
+
+Result<Config> Config::FromEnvironment() {
+  return Parse([](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  });
+}
+
+Result<Config> Config::FromMap(const std::map<std::string, std::string>& values) {
+  return Parse([&values](const std::string& name) -> std::optional<std::string> {
+    auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  });
+}
+
+}  // namespace flock

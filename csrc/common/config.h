@@ -1,0 +1,48 @@
+// Config: every FLOCK_* environment variable, declared once in a table with its
+// type, default and documentation, and parsed in one place (config.cc).
+//
+// Nothing else in flock reads the environment. Tests build a Config from an
+// explicit map instead of the process environment.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace flock {
+
+// One row of the settings table (printed by `flockrun --help-env`, docs/env.md).
+struct SettingInfo {
+  const char* name;
+  const char* type;
+  const char* default_value;
+  const char* doc;
+};
+
+const std::vector<SettingInfo>& SettingsTable();
+
+struct Config {
+  LogLevel log_level = LogLevel::kWarning;
+  std::string timeline_path;            // empty: no timeline
+  int64_t fusion_threshold_bytes = 64 << 20;
+  double cycle_time_ms = 1.0;
+  double stall_warning_s = 60.0;
+  double stall_shutdown_s = 0.0;        // 0: never turn a stall into an error
+  int local_size_override = 0;          // 0: machines are MPI shared-memory groups
+
+  // Looks a variable up; returns nullopt when it is unset.
+  using Lookup = std::function<std::optional<std::string>(const std::string&)>;
+
+  // Parses every FLOCK_* setting; an unparsable value is an error naming it.
+  static Result<Config> Parse(const Lookup& lookup);
+  static Result<Config> FromEnvironment();
+  static Result<Config> FromMap(const std::map<std::string, std::string>& values);
+};
+
+}  // namespace flock

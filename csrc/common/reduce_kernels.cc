@@ -1,0 +1,156 @@
+#include "common/reduce_kernels.h"
+
+#include <algorithm>
+
+#include "common/half.h"
+
+namespace flock {
+namespace {
+
+// Element access: storage type -> compute type and back. Half types compute in float.
+template <typename T>
+struct Arith {
+  using Compute = T;
+  static Compute Load(T v) { return v; }
+  static T Store(Compute v) { return v; }
+};
+template <>
+struct Arith<Float16> {
+  using Compute = float;
+  static float Load(Float16 v) { return ToFloat(v); }
+  static Float16 Store(float v) { return ToFloat16(v); }
+};
+template <>
+struct Arith<BFloat16> {
+  using Compute = float;
+  static float Load(BFloat16 v) { return ToFloat(v); }
+  static BFloat16 Store(float v) { return ToBFloat16(v); }
+};
+
+template <typename T, typename Combine>
+void CombineLoop(T* __restrict inout, const T* __restrict in, int64_t count, Combine combine) {
+  using A = Arith<T>;
+  for (int64_t i = 0; i < count; ++i) inout[i] = A::Store(combine(A::Load(inout[i]), A::Load(in[i])));
+}
+
+template <typename T>
+void ReduceTyped(void* inout_raw, const void* in_raw, int64_t count, ReduceOp op) {
+  auto* inout = static_cast<T*>(inout_raw);
+  const auto* in = static_cast<const T*>(in_raw);
+  using C = typename Arith<T>::Compute;
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAverage:
+      CombineLoop(inout, in, count, [](C a, C b) { return static_cast<C>(a + b); });
+      break;
+    case ReduceOp::kMin:
+      CombineLoop(inout, in, count, [](C a, C b) { return std::min(a, b); });
+      break;
+    case ReduceOp::kMax:
+      CombineLoop(inout, in, count, [](C a, C b) { return std::max(a, b); });
+      break;
+    case ReduceOp::kProduct:
+      CombineLoop(inout, in, count, [](C a, C b) { return static_cast<C>(a * b); });
+      break;
+  }
+}
+
+void ReduceBool(uint8_t* __restrict inout, const uint8_t* __restrict in, int64_t count, ReduceOp op) {
+  const bool use_or = op == ReduceOp::kSum || op == ReduceOp::kMax;
+  if (use_or) {
+    for (int64_t i = 0; i < count; ++i) inout[i] = static_cast<uint8_t>((inout[i] | in[i]) != 0);
+  } else {
+    for (int64_t i = 0; i < count; ++i) inout[i] = static_cast<uint8_t>((inout[i] & in[i]) != 0);
+  }
+}
+
+template <typename T>
+void ScaledAddTyped(void* out_raw, double a, const void* x_raw, double b, const void* y_raw,
+                    int64_t count) {
+  using A = Arith<T>;
+  using C = typename A::Compute;
+  // No __restrict: out may alias x or y, which is safe for this one-pass loop.
+  auto* out = static_cast<T*>(out_raw);
+  const auto* x = static_cast<const T*>(x_raw);
+  const auto* y = static_cast<const T*>(y_raw);
+  const C ca = static_cast<C>(a);
+  const C cb = static_cast<C>(b);
+  for (int64_t i = 0; i < count; ++i) out[i] = A::Store(ca * A::Load(x[i]) + cb * A::Load(y[i]));
+}
+
+template <typename T>
+void ScaleTyped(void* buffer_raw, int64_t count, double factor) {
+  using A = Arith<T>;
+  using C = typename A::Compute;
+  auto* buffer = static_cast<T*>(buffer_raw);
+  const C f = static_cast<C>(factor);
+  for (int64_t i = 0; i < count; ++i) buffer[i] = A::Store(A::Load(buffer[i]) * f);
+}
+
+Status NotFloating(const char* what, DataType dtype) {
+  return Status::Unsupported(std::string(what) + " needs a floating-point dtype, got " +
+                             DataTypeName(dtype));
+}
+
+}  // namespace
+
+const char* ReduceOpName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kAverage: return "average";
+    case ReduceOp::kMin: return "min";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kProduct: return "product";
+  }
+  return "?";
+}
+
+Status CheckReduceSupported(DataType dtype, ReduceOp op) {
+  if (op == ReduceOp::kAverage && !IsFloatingPoint(dtype)) {
+    return Status::Unsupported(std::string("average is defined for floating-point tensors only, "
+                                           "got ") + DataTypeName(dtype) +
+                               "; use op=sum and divide as your integer semantics require");
+  }
+  return Status::OK();
+}
+
+Status ReduceInto(void* inout, const void* in, int64_t count, DataType dtype, ReduceOp op) {
+  FLOCK_RETURN_IF_ERROR(CheckReduceSupported(dtype, op));
+  switch (dtype) {
+    case DataType::kBool:
+      ReduceBool(static_cast<uint8_t*>(inout), static_cast<const uint8_t*>(in), count, op);
+      break;
+    case DataType::kUInt8: ReduceTyped<uint8_t>(inout, in, count, op); break;
+    case DataType::kInt8: ReduceTyped<int8_t>(inout, in, count, op); break;
+    case DataType::kInt32: ReduceTyped<int32_t>(inout, in, count, op); break;
+    case DataType::kInt64: ReduceTyped<int64_t>(inout, in, count, op); break;
+    case DataType::kFloat16: ReduceTyped<Float16>(inout, in, count, op); break;
+    case DataType::kBFloat16: ReduceTyped<BFloat16>(inout, in, count, op); break;
+    case DataType::kFloat32: ReduceTyped<float>(inout, in, count, op); break;
+    case DataType::kFloat64: ReduceTyped<double>(inout, in, count, op); break;
+  }
+  return Status::OK();
+}
+
+Status ScaleInPlace(void* buffer, int64_t count, DataType dtype, double factor) {
+  switch (dtype) {
+    case DataType::kFloat16: ScaleTyped<Float16>(buffer, count, factor); return Status::OK();
+    case DataType::kBFloat16: ScaleTyped<BFloat16>(buffer, count, factor); return Status::OK();
+    case DataType::kFloat32: ScaleTyped<float>(buffer, count, factor); return Status::OK();
+    case DataType::kFloat64: ScaleTyped<double>(buffer, count, factor); return Status::OK();
+    default: return NotFloating("scaling", dtype);
+  }
+}
+
+Status ScaledAdd(void* out, double a, const void* x, double b, const void* y, int64_t count,
+                 DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat16: ScaledAddTyped<Float16>(out, a, x, b, y, count); return Status::OK();
+    case DataType::kBFloat16: ScaledAddTyped<BFloat16>(out, a, x, b, y, count); return Status::OK();
+    case DataType::kFloat32: ScaledAddTyped<float>(out, a, x, b, y, count); return Status::OK();
+    case DataType::kFloat64: ScaledAddTyped<double>(out, a, x, b, y, count); return Status::OK();
+    default: return NotFloating("scaled add", dtype);
+  }
+}
+
+}  // namespace flock

@@ -1,0 +1,51 @@
+// Global collectives: allreduce, broadcast and allgather of one tensor over a
+// group of ranks. Each first agrees on the request with every rank of the
+// group (ops/op_signature.h) and then runs one transport call.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/reduce_kernels.h"
+#include "common/status.h"
+#include "common/tensor_view.h"
+#include "transport/transport.h"
+
+namespace flock {
+
+struct AllreduceOptions {
+  ReduceOp op = ReduceOp::kAverage;
+  CommGroup group = CommGroup::kWorld;
+  std::string name;
+};
+
+// output = reduction of every rank's input (same shape and dtype as input;
+// output may be the input for an in-place reduction).
+Status Allreduce(Transport& transport, const TensorView& input, const TensorView& output,
+                 const AllreduceOptions& options, Status local_status = Status::OK());
+
+struct BroadcastOptions {
+  int root = 0;  // a rank of `group`
+  CommGroup group = CommGroup::kWorld;
+  std::string name;
+};
+
+// tensor = root's tensor, in place.
+Status Broadcast(Transport& transport, const TensorView& tensor, const BroadcastOptions& options,
+                 Status local_status = Status::OK());
+
+struct AllgatherOptions {
+  CommGroup group = CommGroup::kWorld;
+  std::string name;
+};
+
+// Makes the output once its shape is known (dim 0 = the sum over ranks).
+using OutputAllocator = std::function<Result<TensorView>(const std::vector<int64_t>& shape)>;
+
+// Concatenates every rank's input along dim 0, in rank order. Dim 0 may differ
+// between ranks; the other dims may not. A 0-d input counts as shape [1].
+Status Allgather(Transport& transport, const TensorView& input, const OutputAllocator& allocate,
+                 const AllgatherOptions& options, Status local_status = Status::OK());
+
+}  // namespace flock

@@ -1,0 +1,132 @@
+#include "ops/op_signature.h"
+
+#include <sstream>
+
+namespace flock {
+namespace {
+
+int64_t HashString(const std::string& text) {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+  return static_cast<int64_t>(hash);
+}
+
+std::string RankList(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  return out.str();
+}
+
+std::string ShapeOf(const OpSignature& s) {
+  std::vector<int64_t> dims(s.dims, s.dims + std::min<int64_t>(s.ndim, kSignatureMaxDims));
+  return ShapeToString(dims) + (s.ndim > kSignatureMaxDims ? "+" : "");
+}
+
+// One comparable field: how to read it and how to print a rank's value.
+struct Field {
+  const char* name;
+  bool (*differs)(const OpSignature& a, const OpSignature& b, bool dim0_free);
+  std::string (*show)(const OpSignature& s);
+};
+
+bool ShapeDiffers(const OpSignature& a, const OpSignature& b, bool dim0_free) {
+  if (a.ndim != b.ndim || a.extra_dims_hash != b.extra_dims_hash) return true;
+  for (int64_t d = dim0_free ? 1 : 0; d < std::min<int64_t>(a.ndim, kSignatureMaxDims); ++d) {
+    if (a.dims[d] != b.dims[d]) return true;
+  }
+  return false;
+}
+
+const Field kFields[] = {
+    {"op", [](const OpSignature& a, const OpSignature& b, bool) { return a.kind != b.kind; },
+     [](const OpSignature& s) { return std::string(OpKindName(static_cast<OpKind>(s.kind))); }},
+    {"tensor name", [](const OpSignature& a, const OpSignature& b, bool) { return a.name_hash != b.name_hash; },
+     [](const OpSignature&) { return std::string("a different name"); }},
+    {"dtype", [](const OpSignature& a, const OpSignature& b, bool) { return a.dtype != b.dtype; },
+     [](const OpSignature& s) { return std::string(DataTypeName(static_cast<DataType>(s.dtype))); }},
+    {"reduction op", [](const OpSignature& a, const OpSignature& b, bool) { return a.reduce_op != b.reduce_op; },
+     [](const OpSignature& s) { return std::string(ReduceOpName(static_cast<ReduceOp>(s.reduce_op))); }},
+    {"root rank", [](const OpSignature& a, const OpSignature& b, bool) { return a.root != b.root; },
+     [](const OpSignature& s) { return std::to_string(s.root); }},
+    {"device", [](const OpSignature& a, const OpSignature& b, bool) { return a.device != b.device; },
+     [](const OpSignature& s) { return std::string(s.device == 0 ? "cpu" : "cuda"); }},
+    {"shape", ShapeDiffers, ShapeOf},
+};
+
+}  // namespace
+
+const char* OpKindName(OpKind kind) {
+  switch (kind) {
+    case OpKind::kAllreduce: return "allreduce";
+    case OpKind::kBroadcast: return "broadcast";
+    case OpKind::kAllgather: return "allgather";
+  }
+  return "unknown op";
+}
+
+OpSignature MakeSignature(const OpRequest& request) {
+  OpSignature s;
+  s.kind = static_cast<int64_t>(request.kind);
+  s.name_hash = HashString(request.name);
+  s.local_error = static_cast<int64_t>(request.local_status.code());
+  if (!request.local_status.ok()) return s;  // the tensor may be unusable
+  s.dtype = static_cast<int64_t>(request.tensor.dtype);
+  s.reduce_op = static_cast<int64_t>(request.reduce_op);
+  s.root = request.root;
+  s.device = static_cast<int64_t>(request.tensor.device.type);
+  s.ndim = static_cast<int64_t>(request.tensor.shape.size());
+  uint64_t extra = 0;
+  for (size_t d = 0; d < request.tensor.shape.size(); ++d) {
+    if (d < kSignatureMaxDims) {
+      s.dims[d] = request.tensor.shape[d];
+    } else {
+      extra = extra * 1000003u + static_cast<uint64_t>(request.tensor.shape[d]);
+    }
+  }
+  s.extra_dims_hash = static_cast<int64_t>(extra);
+  return s;
+}
+
+Status CompareSignatures(const OpRequest& request, const std::vector<OpSignature>& all,
+                         int reference) {
+  const std::string what = std::string(OpKindName(request.kind)) + " '" + request.name + "'";
+  std::vector<int> rejected;
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].local_error != 0) rejected.push_back(static_cast<int>(r));
+  }
+  if (!request.local_status.ok()) {
+    return Status(request.local_status.code(), what + ": " + request.local_status.message());
+  }
+  if (!rejected.empty()) {
+    return Status::Aborted(what + " was cancelled because " + RankList(rejected) +
+                           " rejected its input (see the error raised there)");
+  }
+  const OpSignature& ref = all[static_cast<size_t>(reference)];
+  for (const Field& field : kFields) {
+    std::vector<int> differing;
+    for (size_t r = 0; r < all.size(); ++r) {
+      if (field.differs(ref, all[r], request.dim0_may_differ)) differing.push_back(static_cast<int>(r));
+    }
+    if (differing.empty()) continue;
+    std::ostringstream msg;
+    msg << what << ": ranks disagree on the " << field.name << ": rank " << reference << " has "
+        << field.show(ref) << ", " << RankList(differing) << " "
+        << (differing.size() == 1 ? "has " : "have ") << field.show(all[static_cast<size_t>(differing[0])]);
+    if (field.differs == ShapeDiffers && request.dim0_may_differ) msg << " (only dim 0 may differ)";
+    return Status::Mismatch(msg.str());
+  }
+  return Status::OK();
+}
+
+Status AgreeOnRequest(Transport& transport, CommGroup group, const OpRequest& request,
+                      int reference, std::vector<OpSignature>* all) {
+  std::vector<OpSignature> gathered(static_cast<size_t>(transport.size(group)));
+  const OpSignature mine = MakeSignature(request);
+  FLOCK_RETURN_IF_ERROR(transport.Allgather(&mine, sizeof(mine), gathered.data(), group));
+  FLOCK_RETURN_IF_ERROR(CompareSignatures(request, gathered, reference));
+  if (all != nullptr) *all = std::move(gathered);
+  return Status::OK();
+}
+
+}  // namespace flock

@@ -1,0 +1,72 @@
+// OpSignature: what every rank must agree on before a global collective runs,
+// and the check that reports any disagreement identically on every rank.
+//
+// Each rank describes its request (op kind, name, dtype, reduction, root,
+// device, shape, and whether its input was already rejected locally) as a
+// fixed-size record; the records are all-gathered and compared field by field
+// against a reference rank. A mismatch fails the op on every rank with a
+// message naming the tensor, the field and the ranks that differ, instead of
+// letting MPI hang or mix bytes. (The engine's coordinator replaces this
+// per-call exchange with negotiation and a response cache.)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tensor_view.h"
+#include "common/reduce_kernels.h"
+#include "transport/transport.h"
+
+namespace flock {
+
+enum class OpKind : int64_t { kAllreduce = 1, kBroadcast = 2, kAllgather = 3 };
+const char* OpKindName(OpKind kind);
+
+constexpr int kSignatureMaxDims = 8;
+
+struct OpSignature {
+  int64_t kind = 0;
+  int64_t name_hash = 0;
+  int64_t local_error = 0;  // StatusCode of a rejection on this rank, 0 if none
+  int64_t dtype = 0;
+  int64_t reduce_op = 0;
+  int64_t root = 0;
+  int64_t device = 0;
+  int64_t ndim = 0;
+  int64_t dims[kSignatureMaxDims] = {};
+  int64_t extra_dims_hash = 0;  // dims past kSignatureMaxDims
+};
+
+struct OpRequest {
+  OpKind kind = OpKind::kAllreduce;
+  std::string name;
+  TensorView tensor;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  int root = 0;
+  bool dim0_may_differ = false;  // allgather
+  Status local_status;           // rejection found on this rank before negotiating
+};
+
+inline OpRequest MakeRequest(OpKind kind, std::string name, const TensorView& tensor) {
+  OpRequest request;
+  request.kind = kind;
+  request.name = std::move(name);
+  request.tensor = tensor;
+  return request;
+}
+
+OpSignature MakeSignature(const OpRequest& request);
+
+// Compares all ranks' signatures; returns a Mismatch (or the local rejection)
+// that is the same on every rank. `reference` is the rank others are held to.
+Status CompareSignatures(const OpRequest& request, const std::vector<OpSignature>& all,
+                         int reference);
+
+// Exchanges signatures over `group` and compares them. On success, fills
+// `all` (when non-null) with every rank's signature (allgather needs dim 0).
+Status AgreeOnRequest(Transport& transport, CommGroup group, const OpRequest& request,
+                      int reference, std::vector<OpSignature>* all);
+
+}  // namespace flock

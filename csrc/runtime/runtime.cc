@@ -1,0 +1,52 @@
+#include "runtime/runtime.h"
+
+#include <vector>
+
+#include "common/logging.h"
+#include "transport/registry.h"
+
+namespace flock {
+
+Result<std::unique_ptr<Runtime>> Runtime::Create(const Config& config) {
+  SetLogLevel(config.log_level);
+  auto transport = CreateHostTransport(config);
+  if (!transport.ok()) return transport.status();
+  std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(transport).value()));
+  FLOCK_RETURN_IF_ERROR(runtime->DiscoverMachines());
+  FLOCK_LOG(kDebug, "runtime") << "initialized: size " << runtime->size() << ", local size "
+                               << runtime->machine_.local_size << ", "
+                               << runtime->machine_.machine_size << " machine(s)";
+  return runtime;
+}
+
+Runtime::Runtime(Config config, std::unique_ptr<Transport> transport)
+    : config_(std::move(config)), transport_(std::move(transport)) {}
+
+Runtime::~Runtime() = default;
+
+Status Runtime::DiscoverMachines() {
+  Transport& t = *transport_;
+  machine_.local_size = t.size(CommGroup::kLocal);
+  machine_.local_rank = t.rank(CommGroup::kLocal);
+  machine_.machine_size = size() / machine_.local_size;
+  machine_.machine_rank = rank() / machine_.local_size;
+
+  // Homogeneous: every machine has local_size ranks and rank = machine * L + local.
+  const int mine[3] = {machine_.local_size, machine_.local_rank, t.rank(CommGroup::kCross)};
+  std::vector<int> all(3 * static_cast<size_t>(size()));
+  FLOCK_RETURN_IF_ERROR(t.Allgather(mine, sizeof(mine), all.data(), CommGroup::kWorld));
+  machine_.homogeneous = true;
+  for (int r = 0; r < size(); ++r) {
+    const int local_size = all[3 * r], local_rank = all[3 * r + 1], machine = all[3 * r + 2];
+    if (local_size != machine_.local_size || r != machine * local_size + local_rank) {
+      machine_.homogeneous = false;
+    }
+  }
+  return Status::OK();
+}
+
+std::string Runtime::AutoName(const std::string& op) {
+  return op + "." + std::to_string(auto_name_counters_[op]++);
+}
+
+}  // namespace flock

@@ -1,0 +1,169 @@
+#include "transport/mpi/mpi_transport.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "common/logging.h"
+#include "transport/mpi/mpi_check.h"
+
+namespace flock {
+namespace {
+
+// MPI counts are ints: longer buffers go in chunks of at most this many elements.
+constexpr int64_t kMaxChunk = INT_MAX / 8;
+
+bool g_flock_initialized_mpi = false;
+
+Status EnsureMpiInitialized(int* thread_level) {
+  int initialized = 0;
+  FLOCK_MPI_CHECK(MPI_Initialized(&initialized));
+  if (initialized) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) {
+      return Status::NotInitialized("MPI was already finalized in this process; it cannot be "
+                                    "initialized again (call flock.shutdown(), not MPI_Finalize)");
+    }
+    FLOCK_MPI_CHECK(MPI_Query_thread(thread_level));
+    return Status::OK();
+  }
+  FLOCK_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, thread_level));
+  g_flock_initialized_mpi = true;
+  return Status::OK();
+}
+
+Status CheckCount(int64_t value, const char* what) {
+  if (value > INT_MAX) {
+    return Status::Unsupported(std::string(what) + " of " + std::to_string(value) +
+                               " bytes exceeds MPI's 2 GiB limit for this operation");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<MpiTransport>> MpiTransport::Create(int local_size_override) {
+  std::unique_ptr<MpiTransport> transport(new MpiTransport());
+  FLOCK_RETURN_IF_ERROR(transport->Init(local_size_override));
+  return transport;
+}
+
+Status MpiTransport::Init(int local_size_override) {
+  FLOCK_RETURN_IF_ERROR(EnsureMpiInitialized(&thread_level_));
+  MPI_Comm& world = comms_[static_cast<int>(CommGroup::kWorld)];
+  FLOCK_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &world));
+  FLOCK_MPI_CHECK(MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN));
+  int world_rank = 0;
+  MPI_Comm_rank(world, &world_rank);
+
+  MPI_Comm& local = comms_[static_cast<int>(CommGroup::kLocal)];
+  if (local_size_override > 0) {
+    FLOCK_MPI_CHECK(MPI_Comm_split(world, world_rank / local_size_override, world_rank, &local));
+  } else {
+    FLOCK_MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &local));
+  }
+  int local_rank = 0;
+  MPI_Comm_rank(local, &local_rank);
+  MPI_Comm& cross = comms_[static_cast<int>(CommGroup::kCross)];
+  FLOCK_MPI_CHECK(MPI_Comm_split(world, local_rank, world_rank, &cross));
+
+  for (int g = 0; g < 3; ++g) {
+    FLOCK_MPI_CHECK(MPI_Comm_set_errhandler(comms_[g], MPI_ERRORS_RETURN));
+    MPI_Comm_rank(comms_[g], &ranks_[g]);
+    MPI_Comm_size(comms_[g], &sizes_[g]);
+  }
+  SetLogRank(world_rank);
+  return types_.Create();
+}
+
+MpiTransport::~MpiTransport() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  types_.Free();
+  if (finalized) return;
+  for (MPI_Comm& c : comms_) {
+    if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+  }
+}
+
+void MpiTransport::FinalizeIfOwned() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (g_flock_initialized_mpi && !finalized) MPI_Finalize();
+}
+
+MPI_Comm MpiTransport::comm(CommGroup group) const { return comms_[static_cast<int>(group)]; }
+int MpiTransport::rank(CommGroup group) const { return ranks_[static_cast<int>(group)]; }
+int MpiTransport::size(CommGroup group) const { return sizes_[static_cast<int>(group)]; }
+
+Status MpiTransport::Allreduce(const void* send, void* recv, int64_t count, DataType dtype,
+                               ReduceOp op, CommGroup group) {
+  const MPI_Datatype type = types_.Datatype(dtype);
+  const MPI_Op mpi_op = types_.Op(dtype, op);
+  const auto elem = static_cast<int64_t>(DataTypeSize(dtype));
+  for (int64_t offset = 0; offset < count; offset += kMaxChunk) {
+    const int n = static_cast<int>(std::min(kMaxChunk, count - offset));
+    char* out = static_cast<char*>(recv) + offset * elem;
+    const void* in = send == recv ? MPI_IN_PLACE : static_cast<const char*>(send) + offset * elem;
+    FLOCK_MPI_CHECK(MPI_Allreduce(in, out, n, type, mpi_op, comm(group)));
+  }
+  return Status::OK();
+}
+
+Status MpiTransport::Broadcast(void* buffer, int64_t bytes, int root, CommGroup group) {
+  for (int64_t offset = 0; offset < bytes; offset += kMaxChunk) {
+    const int n = static_cast<int>(std::min(kMaxChunk, bytes - offset));
+    FLOCK_MPI_CHECK(MPI_Bcast(static_cast<char*>(buffer) + offset, n, MPI_BYTE, root, comm(group)));
+  }
+  return Status::OK();
+}
+
+Status MpiTransport::Allgather(const void* send, int64_t bytes, void* recv, CommGroup group) {
+  FLOCK_RETURN_IF_ERROR(CheckCount(bytes * size(group), "allgather"));
+  FLOCK_MPI_CHECK(MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv,
+                                static_cast<int>(bytes), MPI_BYTE, comm(group)));
+  return Status::OK();
+}
+
+Status MpiTransport::Allgatherv(const void* send, const std::vector<int64_t>& recv_bytes,
+                                void* recv, CommGroup group) {
+  std::vector<int> counts(recv_bytes.size());
+  std::vector<int> displs(recv_bytes.size());
+  int64_t total = 0;
+  for (size_t r = 0; r < recv_bytes.size(); ++r) {
+    FLOCK_RETURN_IF_ERROR(CheckCount(total, "allgather"));
+    displs[r] = static_cast<int>(total);
+    counts[r] = static_cast<int>(recv_bytes[r]);
+    total += recv_bytes[r];
+  }
+  FLOCK_RETURN_IF_ERROR(CheckCount(total, "allgather"));
+  const int mine = counts[static_cast<size_t>(rank(group))];
+  FLOCK_MPI_CHECK(MPI_Allgatherv(send, mine, MPI_BYTE, recv, counts.data(), displs.data(),
+                                 MPI_BYTE, comm(group)));
+  return Status::OK();
+}
+
+Status MpiTransport::Barrier(CommGroup group) {
+  FLOCK_MPI_CHECK(MPI_Barrier(comm(group)));
+  return Status::OK();
+}
+
+Status MpiTransport::Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) {
+  FLOCK_RETURN_IF_ERROR(CheckCount(bytes, "send"));
+  FLOCK_MPI_CHECK(MPI_Send(buffer, static_cast<int>(bytes), MPI_BYTE, dest, tag, comm(group)));
+  return Status::OK();
+}
+
+Status MpiTransport::Recv(void* buffer, int64_t bytes, int source, int tag, CommGroup group) {
+  FLOCK_RETURN_IF_ERROR(CheckCount(bytes, "receive"));
+  FLOCK_MPI_CHECK(MPI_Recv(buffer, static_cast<int>(bytes), MPI_BYTE, source, tag, comm(group),
+                           MPI_STATUS_IGNORE));
+  return Status::OK();
+}
+
+void MpiTransport::Abort(int code) {
+  FLOCK_LOG(kError, "transport") << "aborting the job with exit code " << code;
+  MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+}  // namespace flock

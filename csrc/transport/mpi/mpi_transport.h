@@ -1,0 +1,56 @@
+// MpiTransport: the Transport over OpenMPI.
+//
+// Initializes MPI with MPI_THREAD_MULTIPLE unless someone (mpi4py, a host
+// program) already did, and then leaves finalization to them. Keeps three
+// private communicators (duplicates, so user MPI traffic never collides):
+// world, local (one machine: the MPI shared-memory group, or blocks of
+// `local_size_override` ranks for tests) and cross (same local rank on every
+// machine). Errors on these communicators are returned, never fatal.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+
+#include "transport/mpi/mpi_types.h"
+#include "transport/transport.h"
+
+namespace flock {
+
+class MpiTransport final : public Transport {
+ public:
+  // local_size_override > 0 fakes machines of that many consecutive ranks.
+  static Result<std::unique_ptr<MpiTransport>> Create(int local_size_override);
+  ~MpiTransport() override;
+
+  int rank(CommGroup group) const override;
+  int size(CommGroup group) const override;
+
+  Status Allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op,
+                   CommGroup group) override;
+  Status Broadcast(void* buffer, int64_t bytes, int root, CommGroup group) override;
+  Status Allgather(const void* send, int64_t bytes, void* recv, CommGroup group) override;
+  Status Allgatherv(const void* send, const std::vector<int64_t>& recv_bytes, void* recv,
+                    CommGroup group) override;
+  Status Barrier(CommGroup group) override;
+  Status Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) override;
+  Status Recv(void* buffer, int64_t bytes, int source, int tag, CommGroup group) override;
+  void Abort(int code) override;
+  bool threads_supported() const override { return thread_level_ == MPI_THREAD_MULTIPLE; }
+
+  // Finalizes MPI at process exit if flock was the one to initialize it.
+  static void FinalizeIfOwned();
+
+ private:
+  MpiTransport() = default;
+  Status Init(int local_size_override);
+  MPI_Comm comm(CommGroup group) const;
+
+  MPI_Comm comms_[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
+  int ranks_[3] = {0, 0, 0};
+  int sizes_[3] = {1, 1, 1};
+  int thread_level_ = MPI_THREAD_SINGLE;
+  MpiTypes types_;
+};
+
+}  // namespace flock

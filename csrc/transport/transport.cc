@@ -1,0 +1,14 @@
+#include "transport/transport.h"
+
+namespace flock {
+
+const char* CommGroupName(CommGroup group) {
+  switch (group) {
+    case CommGroup::kWorld: return "world";
+    case CommGroup::kLocal: return "local";
+    case CommGroup::kCross: return "cross";
+  }
+  return "?";
+}
+
+}  // namespace flock

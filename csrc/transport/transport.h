@@ -1,0 +1,58 @@
+// Transport: the communication primitives every op is written against.
+//
+// Vocabulary: a *group* is one of the three communicators a runtime keeps —
+// the world, the ranks of this machine (local), and the ranks with the same
+// local rank on every machine (cross). Counts are element counts of `dtype`
+// unless a name says bytes. Calls block until this rank's part is done.
+// Only transport implementations include mpi.h or nccl.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/data_type.h"
+#include "common/reduce_kernels.h"
+#include "common/status.h"
+
+namespace flock {
+
+enum class CommGroup : uint8_t { kWorld = 0, kLocal, kCross };
+
+const char* CommGroupName(CommGroup group);
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank(CommGroup group) const = 0;
+  virtual int size(CommGroup group) const = 0;
+
+  // recv[i] = reduction over the group of send[i]; send == recv reduces in place.
+  // kAverage is reduced as a sum: the caller scales.
+  virtual Status Allreduce(const void* send, void* recv, int64_t count, DataType dtype,
+                           ReduceOp op, CommGroup group) = 0;
+
+  // Copies `bytes` bytes from `root` (a rank of the group) to every member.
+  virtual Status Broadcast(void* buffer, int64_t bytes, int root, CommGroup group) = 0;
+
+  // Gathers `bytes` bytes from every member, in rank order, into `recv`
+  // (size bytes * group size).
+  virtual Status Allgather(const void* send, int64_t bytes, void* recv, CommGroup group) = 0;
+
+  // Like Allgather with a per-rank byte count; recv_bytes[r] is what rank r sends.
+  virtual Status Allgatherv(const void* send, const std::vector<int64_t>& recv_bytes, void* recv,
+                            CommGroup group) = 0;
+
+  virtual Status Barrier(CommGroup group) = 0;
+
+  virtual Status Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) = 0;
+  virtual Status Recv(void* buffer, int64_t bytes, int source, int tag, CommGroup group) = 0;
+
+  // Ends every process of the job with `code` (used when a rank fails for good).
+  virtual void Abort(int code) = 0;
+
+  // Whether concurrent calls from several threads are allowed.
+  virtual bool threads_supported() const = 0;
+};
+
+}  // namespace flock

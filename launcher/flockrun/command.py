@@ -1,0 +1,201 @@
+"""The pure builder: a launch request + machine facts -> the mpirun argv.
+
+Nothing here reads the environment, the clock or the file system; every
+fact (environment, cores, euid, mpirun path, local names, cwd) comes in as
+an argument, so a test is one list comparison. The argv always has the
+layout
+
+    mpirun [--allow-run-as-root] -np N [host list] [placement]
+           [-x NAME | -x NAME=value]... [user --mpi-args]... command...
+
+Placement rules, and why:
+- ``--bind-to none`` unless the user binds: flock runs a communication
+  thread beside the training thread; pinning a rank to one core makes
+  the two fight over it.
+- ``--oversubscribe --mca mpi_yield_when_idle 1`` on a single-machine run
+  with more ranks than cores: mpirun refuses such runs otherwise, and
+  ranks that busy-poll while sharing cores turn a tiny op into ~14 ms.
+"""
+
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+from typing import AbstractSet, List, Mapping, Optional, Sequence, Tuple
+
+from flockrun.errors import LaunchError
+from flockrun.hosts import Host, all_local, parse_host_spec, total_slots
+
+# Forwarded to the ranks when set, beside every FLOCK_* variable: they
+# decide which python, which packages and which libraries the ranks see.
+FORWARDED_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """What the user asked for, as parsed from the command line.
+
+    hostfile_hosts holds the parsed content of ``hostfile`` (the CLI reads
+    the file, keeping this module free of I/O). Each mpi_args item is one
+    ``--mpi-args`` string, split here with shell rules.
+    """
+
+    num_proc: Optional[int]
+    command: Tuple[str, ...]
+    host_spec: Optional[str] = None
+    hostfile: Optional[str] = None
+    hostfile_hosts: Optional[Tuple[Host, ...]] = None
+    env_vars: Tuple[str, ...] = ()
+    mpi_args: Tuple[str, ...] = ()
+    timeline_filename: Optional[str] = None
+
+
+def build_mpirun_argv(options: LaunchOptions, *, env: Mapping[str, str],
+                      cpu_count: Optional[int], euid: int,
+                      mpirun: Optional[str],
+                      local_hostnames: AbstractSet[str],
+                      cwd: str) -> List[str]:
+    """Return the mpirun argv for ``options``; raise LaunchError if invalid.
+
+    env is flockrun's environment, cpu_count the local core count, euid the
+    effective user id, mpirun the resolved mpirun path (None when absent),
+    local_hostnames the names of this machine, cwd the directory relative
+    paths (the timeline file) are resolved against.
+    """
+    _check_request(options)
+    user_mpi_args = _split_mpi_args(options.mpi_args)
+    hosts, host_args = _host_args(options)
+    _check_slots(options.num_proc, hosts, host_args, user_mpi_args)
+    exports = _exports(options, env, cwd)
+    if mpirun is None:
+        raise LaunchError("mpirun not found on PATH; install OpenMPI "
+                          "(Debian: apt install openmpi-bin) or add its "
+                          "bin directory to PATH")
+    argv = [mpirun]
+    if euid == 0:
+        argv.append("--allow-run-as-root")  # mpirun refuses root otherwise
+    argv += ["-np", str(options.num_proc)] + host_args
+    local = hosts is None or all_local(hosts, local_hostnames)
+    argv += _placement_args(options.num_proc, local, cpu_count, user_mpi_args)
+    for item in exports:
+        argv += ["-x", item]
+    return argv + user_mpi_args + list(options.command)
+
+
+def _check_request(options: LaunchOptions) -> None:
+    """Reject a request without a rank count or a program."""
+    if options.num_proc is None:
+        raise LaunchError("-np N is required (the number of ranks to start)")
+    if options.num_proc < 1:
+        raise LaunchError(f"-np must be at least 1, got {options.num_proc}")
+    if not options.command:
+        raise LaunchError("missing command: give the program to run, e.g. "
+                          "flockrun -np 2 python train.py")
+
+
+def _split_mpi_args(mpi_args: Sequence[str]) -> List[str]:
+    """Shell-split every --mpi-args string, in order."""
+    tokens: List[str] = []
+    for text in mpi_args:
+        try:
+            tokens += shlex.split(text)
+        except ValueError as exc:
+            raise LaunchError(f"cannot split --mpi-args {text!r}: {exc}") \
+                from None
+    return tokens
+
+
+def _host_args(options: LaunchOptions
+               ) -> Tuple[Optional[List[Host]], List[str]]:
+    """(hosts or None when none were listed, the mpirun arguments for them)."""
+    if options.host_spec is not None and options.hostfile is not None:
+        raise LaunchError("give -H or --hostfile, not both")
+    if options.host_spec is not None:
+        hosts = parse_host_spec(options.host_spec)
+        spec = ",".join(f"{h.name}:{h.slots}" for h in hosts)
+        return hosts, ["-H", spec]
+    if options.hostfile is not None:
+        if not options.hostfile_hosts:
+            raise ValueError("hostfile_hosts must hold the parsed hostfile")
+        return list(options.hostfile_hosts), ["--hostfile", options.hostfile]
+    return None, []
+
+
+def _check_slots(num_proc: int, hosts: Optional[List[Host]],
+                 host_args: List[str], user_mpi_args: List[str]) -> None:
+    """Fail early when a listed host set cannot hold the ranks.
+
+    Skipped when slots are unknown (hostfile lines without slots=) or the
+    user oversubscribes on purpose.
+    """
+    slots = None if hosts is None else total_slots(hosts)
+    if slots is None or num_proc <= slots:
+        return
+    if _has_option(user_mpi_args, "oversubscribe"):
+        return
+    where = " ".join(host_args)
+    raise LaunchError(
+        f"-np {num_proc} asks for more ranks than the {slots} slot(s) of "
+        f"{where}; lower -np, give hosts more slots (host:slots or "
+        "slots=N), or pass --mpi-args=--oversubscribe")
+
+
+def _has_option(tokens: Sequence[str], *names: str) -> bool:
+    """Does an mpirun option (-name, --name or --name=value) appear?"""
+    return any(t.startswith("-") and t.lstrip("-").split("=")[0] in names
+               for t in tokens)
+
+
+def _placement_args(num_proc: int, local: bool, cpu_count: Optional[int],
+                    user_mpi_args: List[str]) -> List[str]:
+    """Binding and oversubscription flags (see the module docstring)."""
+    args: List[str] = []
+    if not _has_option(user_mpi_args, "bind-to"):
+        args += ["--bind-to", "none"]
+    if not local or num_proc <= max(cpu_count or 1, 1):
+        return args
+    if not _has_option(user_mpi_args, "oversubscribe", "nooversubscribe"):
+        args.append("--oversubscribe")
+    if not any("mpi_yield_when_idle" in t for t in user_mpi_args):
+        args += ["--mca", "mpi_yield_when_idle", "1"]
+    return args
+
+
+def _exports(options: LaunchOptions, env: Mapping[str, str],
+             cwd: str) -> List[str]:
+    """The -x values: automatic forwards, then the timeline, then the user's.
+
+    A variable the user sets explicitly is not also forwarded automatically,
+    so each name reaches mpirun once.
+    """
+    user = list(options.env_vars)
+    explicit = set()
+    for item in user:
+        name = item.split("=", 1)[0]
+        if not _NAME_RE.match(name):
+            raise LaunchError(f"bad -x {item!r}: expected VAR or VAR=value "
+                              "with VAR a variable name")
+        explicit.add(name)
+    timeline = []
+    if options.timeline_filename is not None:
+        if "FLOCK_TIMELINE" in explicit:
+            raise LaunchError("--timeline-filename and -x FLOCK_TIMELINE "
+                              "both set the timeline; use one")
+        path = _absolute(options.timeline_filename, env, cwd)
+        timeline = [f"FLOCK_TIMELINE={path}"]
+        explicit.add("FLOCK_TIMELINE")
+    automatic = sorted(n for n in env if n.startswith("FLOCK_"))
+    automatic += [n for n in FORWARDED_VARIABLES if n in env]
+    return [n for n in automatic if n not in explicit] + timeline + user
+
+
+def _absolute(path: str, env: Mapping[str, str], cwd: str) -> str:
+    """Absolute form of path: ranks may start in another directory."""
+    if not path:
+        raise LaunchError("--timeline-filename needs a non-empty path")
+    home = env.get("HOME")
+    if home and (path == "~" or path.startswith("~/")):
+        path = home + path[1:]  # "--timeline-filename=~/t" skips the shell
+    return posixpath.normpath(posixpath.join(cwd, path))

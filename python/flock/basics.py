@@ -1,0 +1,97 @@
+"""Start and stop flock, and ask about ranks and machines.
+
+``init()`` starts MPI (unless mpi4py or a host program already did) and builds
+the runtime; ``shutdown()`` releases it and ``init()`` may be called again.
+MPI itself is finalized once, when the interpreter exits. In a multi-rank job,
+an uncaught exception on one rank prints its traceback and then ends every
+rank, so a failure never leaves the others waiting forever.
+"""
+
+import atexit
+import sys
+
+from flock._core_loader import core
+
+_atexit_registered = False
+_previous_excepthook = None
+
+
+def init():
+    """Initializes flock on this rank; call it once on every rank before any op."""
+    global _atexit_registered
+    core.init()
+    if not _atexit_registered:
+        atexit.register(core.finalize)
+        _atexit_registered = True
+    _install_excepthook()
+
+
+def shutdown():
+    """Releases flock's communicators; ``init()`` may be called again afterwards."""
+    core.shutdown()
+
+
+def is_initialized():
+    return core.is_initialized()
+
+
+def size():
+    """Number of ranks in the job."""
+    return core.size()
+
+
+def rank():
+    """This process's rank, 0 .. size() - 1."""
+    return core.rank()
+
+
+def local_size():
+    """Number of ranks on this machine."""
+    return core.local_size()
+
+
+def local_rank():
+    """This process's rank among the ranks of its machine."""
+    return core.local_rank()
+
+
+def machine_size():
+    """Number of machines, ``size() // local_size()`` (as Bluefog defines it)."""
+    return core.machine_size()
+
+
+def machine_rank():
+    """This machine's index, ``rank() // local_size()``."""
+    return core.machine_rank()
+
+
+def is_homogeneous():
+    """True when every machine has the same number of ranks, laid out machine by machine."""
+    return core.is_homogeneous()
+
+
+def mpi_threads_supported():
+    """True when MPI runs with MPI_THREAD_MULTIPLE."""
+    return core.mpi_threads_supported()
+
+
+def nccl_built():
+    """True when this build has the NCCL backend for CUDA tensors."""
+    return core.nccl_built()
+
+
+def _abort_job_on_uncaught_exception(kind, value, traceback):
+    _previous_excepthook(kind, value, traceback)
+    if core.is_initialized() and core.size() > 1 and not issubclass(kind, KeyboardInterrupt):
+        sys.stderr.write(
+            "flock: uncaught exception on rank {}; ending every rank of the job\n".format(core.rank()))
+        sys.stderr.flush()
+        sys.stdout.flush()
+        core.abort(1)
+
+
+def _install_excepthook():
+    global _previous_excepthook
+    if _previous_excepthook is None:
+        _previous_excepthook = sys.excepthook
+        sys.excepthook = _abort_job_on_uncaught_exception

@@ -1,0 +1,43 @@
+"""How flock's collectives see numpy arrays: C-contiguous, via DLPack.
+
+numpy cannot export bool or read-only arrays through DLPack: bool arrays
+travel as uint8 with a dtype override, read-only inputs are copied first.
+"""
+
+import numpy as np
+
+
+def contiguous(array):
+    if not isinstance(array, (np.ndarray, np.generic)):
+        raise TypeError("expected a numpy.ndarray, got {}".format(type(array).__name__))
+    array = np.asarray(array)
+    if not array.flags.c_contiguous or not array.flags.writeable:
+        array = array.copy(order="C")
+    return array
+
+
+def export(array):
+    if array.dtype == np.bool_:
+        return array.view(np.uint8).__dlpack__(), "bool"
+    return array.__dlpack__(), None
+
+
+def empty_like(array):
+    return np.empty_like(array, order="C")
+
+
+def empty(shape, like):
+    return np.empty(tuple(shape), dtype=like.dtype)
+
+
+def copy(array):
+    return np.array(array, order="C", copy=True)
+
+
+def copy_into(destination, source):
+    np.copyto(destination, source)
+
+
+def same_memory(a, b):
+    """True when writing ``a`` writes exactly ``b``."""
+    return a is b

@@ -1,0 +1,47 @@
+"""How flock's collectives see torch tensors: contiguous, detached, via DLPack.
+
+DLPack 0.6 (torch 1.13) has no bool type, so bool tensors travel as their
+uint8 storage with a dtype override the core understands.
+"""
+
+import torch
+from torch.utils import dlpack as _dlpack
+
+
+def _check(tensor):
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError("expected a torch.Tensor, got {}".format(type(tensor).__name__))
+
+
+def contiguous(tensor):
+    _check(tensor)
+    return tensor.detach().contiguous()
+
+
+def export(tensor):
+    """A DLPack capsule of the tensor and the dtype override it needs."""
+    if tensor.dtype == torch.bool:
+        return _dlpack.to_dlpack(tensor.view(torch.uint8)), "bool"
+    return _dlpack.to_dlpack(tensor), None
+
+
+def empty_like(tensor):
+    return torch.empty_like(tensor, memory_format=torch.contiguous_format)
+
+
+def empty(shape, like):
+    return torch.empty(tuple(shape), dtype=like.dtype, device=like.device)
+
+
+def copy(tensor):
+    return tensor.detach().clone(memory_format=torch.contiguous_format)
+
+
+def copy_into(destination, source):
+    with torch.no_grad():
+        destination.copy_(source)
+
+
+def same_memory(a, b):
+    """True when ``a`` is ``b`` or a detached alias of it (same storage, same layout)."""
+    return a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape

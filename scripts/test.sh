@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Sets everything up (scripts/setup.sh) and runs the whole test suite:
+#   1. C++ tests (ctest): units, MPI tests at np 1-4, the find_package consumer
+#   2. launcher tests and single-process Python tests (pytest)
+#   3. the Python API under flockrun at np 1, 2, 3, 4, 5 (one job per size)
+# Every step has a timeout; a hang is reported as a failure. Exits non-zero
+# when anything failed. Reports land in out/test-reports/.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/setup.sh || { echo "test: set-up failed"; exit 1; }
+
+export PATH="$root/.venv/bin:$PATH"
+reports="$root/out/test-reports"
+rm -rf "$reports" && mkdir -p "$reports"
+failed_steps=()
+
+# run_step NAME TIMEOUT_SECONDS COMMAND...: runs a step, records its failure or hang.
+run_step() {
+  local name=$1 limit=$2
+  shift 2
+  echo
+  echo "==== $name ===="
+  timeout --kill-after=10 "$limit" "$@"
+  local code=$?
+  if [ "$code" -eq 124 ] || [ "$code" -eq 137 ]; then
+    echo "test: step '$name' HUNG: no result within ${limit}s (treated as a failure)"
+    failed_steps+=("$name (timeout)")
+  elif [ "$code" -ne 0 ]; then
+    echo "test: step '$name' FAILED with exit code $code"
+    failed_steps+=("$name")
+  fi
+}
+
+run_step "C++ tests (ctest)" 900 \
+  ctest --test-dir build --output-on-failure --output-junit "$reports/ctest.xml"
+run_step "launcher and single-process tests" 600 \
+  python -m pytest -p no:cacheprovider --timeout=300 tests/python/launcher tests/python/single \
+  --junitxml "$reports/junit-single.xml"
+for np in 1 2 3 4 5; do
+  run_step "Python API under flockrun -np $np" 900 \
+    flockrun -np "$np" python tests/python/mpi_pytest.py "$reports" tests/python/parallel -q
+done
+
+python "$root/scripts/summarize_reports.py" "$reports"
+if [ ${#failed_steps[@]} -gt 0 ]; then
+  echo "test: FAILED steps: ${failed_steps[*]}"
+  exit 1
+fi
+echo "test: all steps passed"

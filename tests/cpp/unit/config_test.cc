@@ -1,0 +1,64 @@
+#include "common/config.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace flock {
+namespace {
+
+TEST(Config, DefaultsWhenNothingIsSet) {
+  Result<Config> config = Config::FromMap({});
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config.value().log_level, LogLevel::kWarning);
+  EXPECT_EQ(config.value().fusion_threshold_bytes, 64 << 20);
+  EXPECT_EQ(config.value().stall_warning_s, 60.0);
+  EXPECT_EQ(config.value().stall_shutdown_s, 0.0);
+  EXPECT_EQ(config.value().local_size_override, 0);
+  EXPECT_TRUE(config.value().timeline_path.empty());
+}
+
+TEST(Config, ParsesEverySetting) {
+  Result<Config> config = Config::FromMap({{"FLOCK_LOG_LEVEL", "DEBUG"},
+                                           {"FLOCK_TIMELINE", "/tmp/t.json"},
+                                           {"FLOCK_FUSION_THRESHOLD", "1024"},
+                                           {"FLOCK_CYCLE_TIME_MS", "2.5"},
+                                           {"FLOCK_STALL_WARNING_S", "3"},
+                                           {"FLOCK_STALL_SHUTDOWN_S", "9"},
+                                           {"FLOCK_LOCAL_SIZE", "2"}});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config.value().log_level, LogLevel::kDebug);
+  EXPECT_EQ(config.value().timeline_path, "/tmp/t.json");
+  EXPECT_EQ(config.value().fusion_threshold_bytes, 1024);
+  EXPECT_EQ(config.value().cycle_time_ms, 2.5);
+  EXPECT_EQ(config.value().stall_warning_s, 3.0);
+  EXPECT_EQ(config.value().stall_shutdown_s, 9.0);
+  EXPECT_EQ(config.value().local_size_override, 2);
+}
+
+TEST(Config, BadValuesAreErrorsNamingTheVariable) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"FLOCK_LOG_LEVEL", "loud"},        {"FLOCK_FUSION_THRESHOLD", "12MB"},
+      {"FLOCK_FUSION_THRESHOLD", "-1"},   {"FLOCK_CYCLE_TIME_MS", "fast"},
+      {"FLOCK_STALL_WARNING_S", "-2"},    {"FLOCK_LOCAL_SIZE", "two"},
+      {"FLOCK_STALL_SHUTDOWN_S", ""}};
+  for (const auto& [name, value] : bad) {
+    Result<Config> config = Config::FromMap({{name, value}});
+    ASSERT_FALSE(config.ok()) << name << "=" << value;
+    EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(config.status().message().find(name), std::string::npos) << config.status().message();
+  }
+}
+
+TEST(Config, TableListsEverySettingOnce) {
+  std::set<std::string> names;
+  for (const SettingInfo& s : SettingsTable()) {
+    EXPECT_TRUE(names.insert(s.name).second) << s.name;
+    EXPECT_EQ(std::string(s.name).rfind("FLOCK_", 0), 0u);
+    EXPECT_GT(std::string(s.doc).size(), 10u);
+  }
+  EXPECT_EQ(names.size(), 7u);
+}
+
+}  // namespace
+}  // namespace flock

@@ -1,0 +1,281 @@
+"""Unit tests for the pure argv builder and the command-line parsing.
+
+No MPI here: every builder test compares a whole argv list, and the CLI
+tests call main() with an injected PATH lookup.
+"""
+
+import os
+import shlex
+
+import pytest
+
+from flockrun.cli import main, split_command
+from flockrun.command import LaunchOptions, build_mpirun_argv
+from flockrun.errors import LaunchError
+from flockrun.hosts import Host
+
+MPIRUN = "/usr/bin/mpirun"
+PROGRAM = ("python", "train.py", "--lr", "0.1")
+
+
+def build(num_proc=2, command=PROGRAM, env=None, cpu_count=4, euid=1000,
+          mpirun=MPIRUN, **options):
+    """build_mpirun_argv with made-up machine facts (4 cores, non-root)."""
+    return build_mpirun_argv(
+        LaunchOptions(num_proc=num_proc, command=tuple(command), **options),
+        env={"PATH": "/usr/bin"} if env is None else env,
+        cpu_count=cpu_count, euid=euid, mpirun=mpirun,
+        local_hostnames=frozenset({"localhost", "127.0.0.1", "myhost"}),
+        cwd="/home/me/run")
+
+
+def expected(*middle):
+    """The argv with the fixed parts around the rule-specific middle."""
+    return [MPIRUN, *middle, "-x", "PATH", *PROGRAM]
+
+
+def exporting(*tail):
+    """The argv of a plain 2-rank run, with ``tail`` before the program."""
+    return [MPIRUN, "-np", "2", "--bind-to", "none", *tail, *PROGRAM]
+
+
+# root, binding, oversubscription ---------------------------------------------
+
+
+def test_plain_run_binds_to_none():
+    assert build() == expected("-np", "2", "--bind-to", "none")
+
+
+def test_root_allows_run_as_root():
+    assert build(euid=0) == expected("--allow-run-as-root", "-np", "2",
+                                     "--bind-to", "none")
+
+
+def test_no_oversubscribe_when_ranks_fit_the_cores():
+    assert build(num_proc=4, cpu_count=4) == expected(
+        "-np", "4", "--bind-to", "none")
+
+
+OVERSUBSCRIBE = ("--oversubscribe", "--mca", "mpi_yield_when_idle", "1")
+
+
+def test_oversubscribe_and_yield_when_ranks_exceed_the_cores():
+    assert build(num_proc=5, cpu_count=4) == expected(
+        "-np", "5", "--bind-to", "none", *OVERSUBSCRIBE)
+
+
+def test_unknown_core_count_counts_as_one_core():
+    assert build(num_proc=2, cpu_count=None) == expected(
+        "-np", "2", "--bind-to", "none", *OVERSUBSCRIBE)
+
+
+def test_local_host_list_oversubscribes_past_the_cores():
+    assert build(num_proc=6, host_spec="localhost:4,myhost:4") == expected(
+        "-np", "6", "-H", "localhost:4,myhost:4", "--bind-to", "none",
+        *OVERSUBSCRIBE)
+
+
+def test_remote_hosts_never_oversubscribe():
+    assert build(num_proc=8, host_spec="a:4,b:4") == expected(
+        "-np", "8", "-H", "a:4,b:4", "--bind-to", "none")
+
+
+def test_host_without_slots_is_passed_with_one_slot():
+    assert build(num_proc=2, host_spec="a,b") == expected(
+        "-np", "2", "-H", "a:1,b:1", "--bind-to", "none")
+
+
+def test_user_binding_and_oversubscription_are_not_duplicated():
+    mpi_args = ("--bind-to=core --oversubscribe "
+                "--mca mpi_yield_when_idle 0",)
+    assert build(num_proc=8, mpi_args=mpi_args) == [
+        MPIRUN, "-np", "8", "-x", "PATH", "--bind-to=core",
+        "--oversubscribe", "--mca", "mpi_yield_when_idle", "0", *PROGRAM]
+
+
+# slots -----------------------------------------------------------------------
+
+
+def test_more_ranks_than_slots_is_an_error():
+    with pytest.raises(LaunchError, match=r"-np 4 .* the 3 slot\(s\) of "
+                                          r"-H a:2,b:1"):
+        build(num_proc=4, host_spec="a:2,b")
+
+
+def test_user_oversubscribe_allows_more_ranks_than_slots():
+    assert build(num_proc=4, host_spec="a:2", mpi_args=("--oversubscribe",)) \
+        == [MPIRUN, "-np", "4", "-H", "a:2", "--bind-to", "none",
+            "-x", "PATH", "--oversubscribe", *PROGRAM]
+
+
+def test_malformed_host_spec_names_the_entry():
+    with pytest.raises(LaunchError, match="bad host entry 'b:0'"):
+        build(host_spec="a:2,b:0")
+
+
+def test_hostfile_is_passed_through_and_its_slots_checked():
+    hosts = (Host("a", 2), Host("b", 2))
+    assert build(num_proc=4, hostfile="hosts.txt", hostfile_hosts=hosts) \
+        == expected("-np", "4", "--hostfile", "hosts.txt",
+                    "--bind-to", "none")
+    with pytest.raises(LaunchError, match="the 4 slot"):
+        build(num_proc=5, hostfile="hosts.txt", hostfile_hosts=hosts)
+
+
+def test_hostfile_without_slot_counts_skips_the_check():
+    hosts = (Host("a", None), Host("b", 2))
+    assert build(num_proc=64, hostfile="h", hostfile_hosts=hosts) == expected(
+        "-np", "64", "--hostfile", "h", "--bind-to", "none")
+
+
+def test_local_hostfile_oversubscribes_past_the_cores():
+    hosts = (Host("localhost", None),)
+    assert build(num_proc=5, hostfile="h", hostfile_hosts=hosts) == expected(
+        "-np", "5", "--hostfile", "h", "--bind-to", "none", *OVERSUBSCRIBE)
+
+
+def test_host_spec_and_hostfile_together_is_an_error():
+    with pytest.raises(LaunchError, match="not both"):
+        build(host_spec="a", hostfile="h", hostfile_hosts=(Host("a", 1),))
+
+
+# environment forwarding ------------------------------------------------------
+
+FULL_ENV = {"FLOCK_B": "1", "FLOCK_A": "2", "flock_lower": "3", "HOME": "/h",
+            "PATH": "/bin", "PYTHONPATH": "/p", "LD_LIBRARY_PATH": "/l",
+            "VIRTUAL_ENV": "/v", "OTHER": "4"}
+
+
+def test_forwards_flock_variables_and_the_search_paths():
+    assert build(env=FULL_ENV) == exporting(
+        "-x", "FLOCK_A", "-x", "FLOCK_B", "-x", "PATH", "-x", "PYTHONPATH",
+        "-x", "LD_LIBRARY_PATH", "-x", "VIRTUAL_ENV")
+
+
+def test_unset_search_paths_are_not_forwarded():
+    assert build(env={}) == exporting()
+
+
+def test_user_exports_come_as_given_after_the_automatic_ones():
+    argv = build(env_vars=("BAR=1", "BAZ", "URL=a=b c"))
+    assert argv == exporting("-x", "PATH", "-x", "BAR=1", "-x", "BAZ",
+                             "-x", "URL=a=b c")
+
+
+def test_user_export_replaces_the_automatic_one():
+    argv = build(env={"PATH": "/bin", "FLOCK_X": "1"},
+                 env_vars=("PATH=/opt/bin", "FLOCK_X=2"))
+    assert argv == exporting("-x", "PATH=/opt/bin", "-x", "FLOCK_X=2")
+
+
+@pytest.mark.parametrize("item", ["1BAD", "=1", "A-B=2", ""])
+def test_bad_export_names_are_errors(item):
+    with pytest.raises(LaunchError, match="bad -x"):
+        build(env_vars=(item,))
+
+
+@pytest.mark.parametrize("path, absolute", [
+    ("t.json", "/home/me/run/t.json"),
+    ("../out/t", "/home/me/out/t"),
+    ("/tmp/t.json", "/tmp/t.json"),
+    ("~/t.json", "/h/t.json"),
+])
+def test_timeline_filename_becomes_absolute_flock_timeline(path, absolute):
+    argv = build(env={"HOME": "/h", "FLOCK_TIMELINE": "old"},
+                 timeline_filename=path)
+    assert argv == exporting("-x", f"FLOCK_TIMELINE={absolute}")
+
+
+def test_timeline_filename_conflicts_with_user_export():
+    with pytest.raises(LaunchError, match="use one"):
+        build(timeline_filename="t", env_vars=("FLOCK_TIMELINE=u",))
+
+
+# --mpi-args ------------------------------------------------------------------
+
+
+def test_mpi_args_are_shell_split_and_go_before_the_program():
+    argv = build(mpi_args=("--tag-output --mca btl 'self,tcp'", "-v"))
+    assert argv == exporting("-x", "PATH", "--tag-output", "--mca", "btl",
+                             "self,tcp", "-v")
+
+
+def test_unbalanced_quote_in_mpi_args_is_an_error():
+    with pytest.raises(LaunchError, match="cannot split --mpi-args"):
+        build(mpi_args=("--mca btl 'self",))
+
+
+# request errors --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_proc, words", [
+    (None, "-np N is required"), (0, "at least 1, got 0"),
+    (-2, "at least 1, got -2")])
+def test_rank_count_errors(num_proc, words):
+    with pytest.raises(LaunchError, match=words):
+        build(num_proc=num_proc)
+
+
+def test_missing_command_is_an_error():
+    with pytest.raises(LaunchError, match="missing command"):
+        build(command=())
+
+
+def test_missing_mpirun_is_an_error():
+    with pytest.raises(LaunchError, match="mpirun not found on PATH"):
+        build(mpirun=None)
+
+
+# command-line parsing --------------------------------------------------------
+
+
+def test_program_arguments_are_untouched():
+    assert split_command(["-np", "2", "python", "train.py", "--lr", "0.1",
+                          "-x"]) == (["-np=2"], ["python", "train.py",
+                                                  "--lr", "0.1", "-x"])
+
+
+def test_option_values_starting_with_a_dash_are_kept():
+    assert split_command(["--mpi-args", "--tag-output", "-x", "A=-1",
+                          "--dry-run", "prog"]) == (
+        ["--mpi-args=--tag-output", "-x=A=-1", "--dry-run"], ["prog"])
+
+
+def test_double_dash_ends_flockrun_options():
+    assert split_command(["-n", "2", "--", "-weird", "x"]) == (
+        ["-n=2"], ["-weird", "x"])
+
+
+def test_main_dry_run_prints_the_argv(capsys):
+    code = main(["--num-proc", "1", "-x", "BAR=1", "--mpi-args",
+                 "--tag-output", "--dry-run", "prog", "a b"],
+                environ={"PATH": "/bin"}, which=lambda *_, **__: MPIRUN)
+    out = capsys.readouterr().out
+    assert code == 0 and out.endswith("\n")
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    assert shlex.split(out) == [MPIRUN, *root, "-np", "1", "--bind-to", "none",
+                                "-x", "PATH", "-x", "BAR=1", "--tag-output",
+                                "prog", "a b"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["-np", "2", "prog"], "mpirun not found on PATH"),
+    (["-np", "2"], "missing command"),
+    (["prog"], "-np N is required"),
+    (["-np", "0", "prog"], "at least 1"),
+    (["-np", "3", "-H", "a:1,b", "prog"], "the 2 slot(s)"),
+    (["-np", "2", "-H", "a:1,:2", "prog"], "bad host entry ':2'"),
+    (["-np", "2", "--hostfile", "/no/such/file", "prog"], "cannot read"),
+    (["-np", "two", "prog"], "invalid int value"),
+    (["-np", "2", "--no-such-option", "prog"], "unrecognized arguments"),
+])
+def test_main_errors_exit_2_with_flockrun_error(capsys, argv, words):
+    found = None if words.startswith("mpirun") else MPIRUN
+    try:
+        code = main(argv, environ={"PATH": "/nowhere"},
+                    which=lambda *_args, **_kwargs: found)
+    except SystemExit as exc:  # argparse's own errors exit from inside
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("flockrun: error: ") and words in err

@@ -1,0 +1,34 @@
+"""Ranks, sizes and machines agree with what mpirun says."""
+
+import os
+
+import torch
+
+import flock
+import flock.torch as bf
+
+
+def test_rank_and_size_match_mpirun(rank, size):
+    assert rank == int(os.environ.get("OMPI_COMM_WORLD_RANK", 0))
+    assert size == int(os.environ.get("OMPI_COMM_WORLD_SIZE", 1))
+
+
+def test_machine_layout(rank, size):
+    # One host: every rank shares memory with every other (unless FLOCK_LOCAL_SIZE fakes machines).
+    local = int(os.environ.get("FLOCK_LOCAL_SIZE", 0)) or size
+    assert bf.local_size() == min(local, size)
+    assert bf.local_rank() == rank % local
+    assert bf.machine_size() == size // bf.local_size()
+    assert bf.machine_rank() == rank // bf.local_size()
+    assert bf.is_homogeneous() == (size % local == 0)
+
+
+def test_threads_and_backends():
+    assert bf.mpi_threads_supported() is True
+    assert bf.nccl_built() is False  # the NCCL transport has not landed yet
+    assert flock.__version__
+
+
+def test_every_rank_sees_the_same_world(rank, size):
+    ranks = bf.allgather(torch.tensor([rank]))
+    assert ranks.tolist() == list(range(size))

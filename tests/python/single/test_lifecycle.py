@@ -1,0 +1,80 @@
+"""Single-process behaviour: use before init, init/shutdown/init, settings."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def run_python(code, timeout=60):
+    """Runs `code` in a fresh interpreter (MPI can start once per process)."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_use_before_init_names_the_remedy():
+    result = run_python("""
+        import torch, flock.torch as bf
+        for call in (lambda: bf.allreduce(torch.ones(1)), bf.rank, bf.size, bf.barrier):
+            try:
+                call()
+            except bf.FlockError as e:
+                assert type(e).__name__ == "FlockNotInitializedError", type(e)
+                assert "flock.init()" in str(e), str(e)
+            else:
+                raise SystemExit("no error before init")
+        print("ok")
+    """)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr
+
+
+def test_init_shutdown_init_and_ops_after():
+    result = run_python("""
+        import numpy as np, flock.numpy as fnp
+        for round in range(3):
+            fnp.init()
+            assert fnp.size() == 1 and fnp.rank() == 0
+            assert fnp.allreduce(np.array([2.0]), op="sum")[0] == 2.0
+            fnp.shutdown()
+            assert not fnp.is_initialized()
+        print("ok")
+    """)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr
+
+
+def test_import_works_without_torch_for_numpy_users():
+    result = run_python("""
+        import sys
+        sys.modules["torch"] = None  # importing torch would now fail
+        import flock, flock.numpy
+        print("ok")
+    """)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr
+
+
+def test_bad_setting_fails_init_naming_the_variable():
+    result = subprocess.run(
+        [sys.executable, "-c", "import flock; flock.init()"], capture_output=True, text=True,
+        timeout=60, env={**__import__("os").environ, "FLOCK_FUSION_THRESHOLD": "lots"})
+    assert result.returncode != 0
+    assert "FLOCK_FUSION_THRESHOLD='lots'" in result.stderr
+
+
+def test_settings_table_lists_every_variable():
+    import flock
+    names = [row[0] for row in flock._core.settings()]
+    assert "FLOCK_LOG_LEVEL" in names and "FLOCK_TIMELINE" in names
+    assert all(name.startswith("FLOCK_") for name in names)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_single_rank_allreduce_is_identity(dtype):
+    result = run_python("""
+        import torch, flock.torch as bf
+        bf.init()
+        x = torch.randn(10).to(torch.{0})
+        assert torch.equal(bf.allreduce(x), x)
+        print("ok")
+    """.format(dtype))
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr
