@@ -36,10 +36,13 @@ void BindBasics(py::module_& m) {
     py::gil_scoped_release release;
     RuntimeSlot().reset();
   });
-  m.def("finalize", [] {
-    RuntimeSlot().reset();
-    FinalizeTransports();
-  }, "Ends MPI if flock started it; called once at interpreter exit.");
+  m.def(
+      "finalize",
+      [] {
+        RuntimeSlot().reset();
+        FinalizeTransports();
+      },
+      "Ends MPI if flock started it; called once at interpreter exit.");
   m.def("is_initialized", [] { return static_cast<bool>(RuntimeSlot()); });
   m.def("size", [] { return RequireRuntime().size(); });
   m.def("rank", [] { return RequireRuntime().rank(); });
@@ -51,16 +54,22 @@ void BindBasics(py::module_& m) {
   m.def("mpi_threads_supported", [] { return RequireRuntime().transport().threads_supported(); });
   m.def("nccl_built", [] { return NcclBuilt(); });
   m.def("cuda_toolkit_found", [] { return FLOCK_WITH_NCCL != 0; });
-  m.def("abort", [](int code) {
-    if (RuntimeSlot()) RuntimeSlot()->transport().Abort(code);
-  }, "Ends every rank of the job with the given exit code.");
-  m.def("settings", [] {
-    py::list rows;
-    for (const SettingInfo& s : SettingsTable()) {
-      rows.append(py::make_tuple(s.name, s.type, s.default_value, s.doc));
-    }
-    return rows;
-  }, "Every FLOCK_* setting as (name, type, default, doc).");
+  m.def(
+      "abort",
+      [](int code) {
+        if (RuntimeSlot()) RuntimeSlot()->transport().Abort(code);
+      },
+      "Ends every rank of the job with the given exit code.");
+  m.def(
+      "settings",
+      [] {
+        py::list rows;
+        for (const SettingInfo& s : SettingsTable()) {
+          rows.append(py::make_tuple(s.name, s.type, s.default_value, s.doc));
+        }
+        return rows;
+      },
+      "Every FLOCK_* setting as (name, type, default, doc).");
   m.attr("__version__") = FLOCK_VERSION;
 }
 

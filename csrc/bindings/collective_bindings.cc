@@ -29,7 +29,8 @@ TensorArg ReadTensor(const py::object& capsule, const std::optional<std::string>
     arg.status = Status::InvalidArgument(*local_error);
     return arg;
   }
-  Result<DlpackTensor> tensor = DlpackTensor::FromCapsule(capsule.cast<py::capsule>(), dtype_override);
+  Result<DlpackTensor> tensor =
+      DlpackTensor::FromCapsule(capsule.cast<py::capsule>(), dtype_override);
   if (!tensor.ok()) {
     arg.status = tensor.status();
     return arg;
@@ -43,13 +44,17 @@ TensorArg ReadTensor(const py::object& capsule, const std::optional<std::string>
   return arg;
 }
 
-TensorView ViewOf(const TensorArg& arg) { return arg.tensor ? arg.tensor->view() : TensorView{}; }
+TensorView ViewOf(const TensorArg& arg) {
+  return arg.tensor ? arg.tensor->view() : TensorView{};
+}
 
 std::string NameOr(Runtime& runtime, const std::optional<std::string>& name, const char* op) {
   return name ? *name : runtime.AutoName(op);
 }
 
-CommGroup ToGroup(bool local_only) { return local_only ? CommGroup::kLocal : CommGroup::kWorld; }
+CommGroup ToGroup(bool local_only) {
+  return local_only ? CommGroup::kLocal : CommGroup::kWorld;
+}
 
 }  // namespace
 
@@ -61,59 +66,67 @@ void BindCollectives(py::module_& m) {
       .value("MAX", ReduceOp::kMax)
       .value("PRODUCT", ReduceOp::kProduct);
 
-  m.def("allreduce", [](py::object input, py::object output, ReduceOp op, std::optional<std::string> name,
-                        bool local_only, std::optional<std::string> dtype_override,
-                        std::optional<std::string> local_error) {
-    Runtime& runtime = RequireRuntime();
-    TensorArg in = ReadTensor(input, dtype_override, local_error);
-    // No output capsule means in place.
-    TensorArg out = in.status.ok() && !output.is_none()
-                        ? ReadTensor(output, dtype_override, std::nullopt)
-                        : TensorArg{};
-    AllreduceOptions options{op, ToGroup(local_only), NameOr(runtime, name, "allreduce")};
-    Status local = in.status.ok() ? out.status : in.status;
-    py::gil_scoped_release release;
-    ThrowIfError(Allreduce(runtime.transport(), ViewOf(in), out.tensor ? ViewOf(out) : ViewOf(in),
-                           options, local));
-  }, py::arg("input"), py::arg("output"), py::arg("op"), py::arg("name") = py::none(),
-     py::arg("local_only") = false, py::arg("dtype_override") = py::none(),
-     py::arg("local_error") = py::none());
+  m.def(
+      "allreduce",
+      [](py::object input, py::object output, ReduceOp op, std::optional<std::string> name,
+         bool local_only, std::optional<std::string> dtype_override,
+         std::optional<std::string> local_error) {
+        Runtime& runtime = RequireRuntime();
+        TensorArg in = ReadTensor(input, dtype_override, local_error);
+        // No output capsule means in place.
+        TensorArg out = in.status.ok() && !output.is_none()
+                            ? ReadTensor(output, dtype_override, std::nullopt)
+                            : TensorArg{};
+        AllreduceOptions options{op, ToGroup(local_only), NameOr(runtime, name, "allreduce")};
+        Status local = in.status.ok() ? out.status : in.status;
+        py::gil_scoped_release release;
+        ThrowIfError(Allreduce(runtime.transport(), ViewOf(in),
+                               out.tensor ? ViewOf(out) : ViewOf(in), options, local));
+      },
+      py::arg("input"), py::arg("output"), py::arg("op"), py::arg("name") = py::none(),
+      py::arg("local_only") = false, py::arg("dtype_override") = py::none(),
+      py::arg("local_error") = py::none());
 
-  m.def("broadcast", [](py::object tensor, int root, std::optional<std::string> name,
-                        std::optional<std::string> dtype_override,
-                        std::optional<std::string> local_error) {
-    Runtime& runtime = RequireRuntime();
-    TensorArg arg = ReadTensor(tensor, dtype_override, local_error);
-    BroadcastOptions options{root, CommGroup::kWorld, NameOr(runtime, name, "broadcast")};
-    py::gil_scoped_release release;
-    ThrowIfError(Broadcast(runtime.transport(), ViewOf(arg), options, arg.status));
-  }, py::arg("tensor"), py::arg("root"), py::arg("name") = py::none(),
-     py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none());
+  m.def(
+      "broadcast",
+      [](py::object tensor, int root, std::optional<std::string> name,
+         std::optional<std::string> dtype_override, std::optional<std::string> local_error) {
+        Runtime& runtime = RequireRuntime();
+        TensorArg arg = ReadTensor(tensor, dtype_override, local_error);
+        BroadcastOptions options{root, CommGroup::kWorld, NameOr(runtime, name, "broadcast")};
+        py::gil_scoped_release release;
+        ThrowIfError(Broadcast(runtime.transport(), ViewOf(arg), options, arg.status));
+      },
+      py::arg("tensor"), py::arg("root"), py::arg("name") = py::none(),
+      py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none());
 
   // allocate(shape) -> DLPack capsule of a new contiguous tensor of that shape.
-  m.def("allgather", [](py::object input, py::function allocate, std::optional<std::string> name,
-                        std::optional<std::string> dtype_override,
-                        std::optional<std::string> local_error) {
-    Runtime& runtime = RequireRuntime();
-    TensorArg in = ReadTensor(input, dtype_override, local_error);
-    AllgatherOptions options{CommGroup::kWorld, NameOr(runtime, name, "allgather")};
-    std::optional<DlpackTensor> output;
-    OutputAllocator allocator = [&](const std::vector<int64_t>& shape) -> Result<TensorView> {
-      py::gil_scoped_acquire gil;
-      try {
-        Result<DlpackTensor> made =
-            DlpackTensor::FromCapsule(allocate(py::tuple(py::cast(shape))), dtype_override);
-        if (!made.ok()) return made.status();
-        output = std::move(made).value();
-        return output->view();
-      } catch (py::error_already_set& e) {
-        return Status::Internal(std::string("allocating the allgather output failed: ") + e.what());
-      }
-    };
-    py::gil_scoped_release release;
-    ThrowIfError(Allgather(runtime.transport(), ViewOf(in), allocator, options, in.status));
-  }, py::arg("input"), py::arg("allocate"), py::arg("name") = py::none(),
-     py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none());
+  m.def(
+      "allgather",
+      [](py::object input, py::function allocate, std::optional<std::string> name,
+         std::optional<std::string> dtype_override, std::optional<std::string> local_error) {
+        Runtime& runtime = RequireRuntime();
+        TensorArg in = ReadTensor(input, dtype_override, local_error);
+        AllgatherOptions options{CommGroup::kWorld, NameOr(runtime, name, "allgather")};
+        std::optional<DlpackTensor> output;
+        OutputAllocator allocator = [&](const std::vector<int64_t>& shape) -> Result<TensorView> {
+          py::gil_scoped_acquire gil;
+          try {
+            Result<DlpackTensor> made =
+                DlpackTensor::FromCapsule(allocate(py::tuple(py::cast(shape))), dtype_override);
+            if (!made.ok()) return made.status();
+            output = std::move(made).value();
+            return output->view();
+          } catch (py::error_already_set& e) {
+            return Status::Internal(std::string("allocating the allgather output failed: ") +
+                                    e.what());
+          }
+        };
+        py::gil_scoped_release release;
+        ThrowIfError(Allgather(runtime.transport(), ViewOf(in), allocator, options, in.status));
+      },
+      py::arg("input"), py::arg("allocate"), py::arg("name") = py::none(),
+      py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none());
 
   m.def("barrier", [] {
     Runtime& runtime = RequireRuntime();

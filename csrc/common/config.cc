@@ -52,7 +52,9 @@ Status ParseSeconds(const std::string& name, const std::string& text, double* ou
 
 }  // namespace
 
-const std::vector<SettingInfo>& SettingsTable() { return kSettings; }
+const std::vector<SettingInfo>& SettingsTable() {
+  return kSettings;
+}
 
 Result<Config> Config::Parse(const Lookup& lookup) {
   Config config;
@@ -63,7 +65,8 @@ Result<Config> Config::Parse(const Lookup& lookup) {
   }
   if (auto v = lookup("FLOCK_TIMELINE")) config.timeline_path = *v;
   if (auto v = lookup("FLOCK_FUSION_THRESHOLD")) {
-    FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_FUSION_THRESHOLD", *v, 0, &config.fusion_threshold_bytes));
+    FLOCK_RETURN_IF_ERROR(
+        ParseInt("FLOCK_FUSION_THRESHOLD", *v, 0, &config.fusion_threshold_bytes));
   }
   if (auto v = lookup("FLOCK_CYCLE_TIME_MS")) {
     FLOCK_RETURN_IF_ERROR(ParseSeconds("FLOCK_CYCLE_TIME_MS", *v, &config.cycle_time_ms));

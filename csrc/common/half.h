@@ -28,12 +28,15 @@ inline float BitsToFloat(uint32_t u) {
   return f;
 }
 
-inline float ToFloat(BFloat16 h) { return BitsToFloat(static_cast<uint32_t>(h.bits) << 16); }
+inline float ToFloat(BFloat16 h) {
+  return BitsToFloat(static_cast<uint32_t>(h.bits) << 16);
+}
 
 inline BFloat16 ToBFloat16(float f) {
   uint32_t u = FloatBits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return {static_cast<uint16_t>((u >> 16) | 0x40u)};  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return {static_cast<uint16_t>((u >> 16) | 0x40u)};  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                      // round to nearest, ties to even
   return {static_cast<uint16_t>(u >> 16)};
 }
 
@@ -52,7 +55,7 @@ inline Float16 ToFloat16(float f) {
   const uint32_t u = FloatBits(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return {static_cast<uint16_t>(sign | 0x7e00u)};  // NaN
+  if (abs > 0x7f800000u) return {static_cast<uint16_t>(sign | 0x7e00u)};   // NaN
   if (abs >= 0x477ff000u) return {static_cast<uint16_t>(sign | 0x7c00u)};  // overflow -> inf
   if (abs < 0x38800000u) {
     // Result is subnormal or zero: let the float adder do the rounding by adding

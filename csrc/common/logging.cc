@@ -36,9 +36,15 @@ const char* LogLevelName(LogLevel level) {
   return "?";
 }
 
-void SetLogLevel(LogLevel level) { g_level = static_cast<int>(level); }
-LogLevel GetLogLevel() { return static_cast<LogLevel>(g_level.load()); }
-void SetLogRank(int rank) { g_rank = rank; }
+void SetLogLevel(LogLevel level) {
+  g_level = static_cast<int>(level);
+}
+LogLevel GetLogLevel() {
+  return static_cast<LogLevel>(g_level.load());
+}
+void SetLogRank(int rank) {
+  g_rank = rank;
+}
 bool LogEnabled(LogLevel level) {
   return level != LogLevel::kOff && static_cast<int>(level) >= g_level.load();
 }

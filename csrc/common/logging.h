@@ -36,7 +36,7 @@ class LogLine {
 
 }  // namespace flock
 
-#define FLOCK_LOG(level, subsystem)                       \
-  if (!::flock::LogEnabled(::flock::LogLevel::level)) {   \
-  } else                                                  \
+#define FLOCK_LOG(level, subsystem)                     \
+  if (!::flock::LogEnabled(::flock::LogLevel::level)) { \
+  } else                                                \
     ::flock::LogLine(::flock::LogLevel::level, subsystem).stream()

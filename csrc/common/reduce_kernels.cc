@@ -30,7 +30,8 @@ struct Arith<BFloat16> {
 template <typename T, typename Combine>
 void CombineLoop(T* __restrict inout, const T* __restrict in, int64_t count, Combine combine) {
   using A = Arith<T>;
-  for (int64_t i = 0; i < count; ++i) inout[i] = A::Store(combine(A::Load(inout[i]), A::Load(in[i])));
+  for (int64_t i = 0; i < count; ++i)
+    inout[i] = A::Store(combine(A::Load(inout[i]), A::Load(in[i])));
 }
 
 template <typename T>
@@ -55,7 +56,8 @@ void ReduceTyped(void* inout_raw, const void* in_raw, int64_t count, ReduceOp op
   }
 }
 
-void ReduceBool(uint8_t* __restrict inout, const uint8_t* __restrict in, int64_t count, ReduceOp op) {
+void ReduceBool(uint8_t* __restrict inout, const uint8_t* __restrict in, int64_t count,
+                ReduceOp op) {
   const bool use_or = op == ReduceOp::kSum || op == ReduceOp::kMax;
   if (use_or) {
     for (int64_t i = 0; i < count; ++i) inout[i] = static_cast<uint8_t>((inout[i] | in[i]) != 0);
@@ -108,7 +110,8 @@ const char* ReduceOpName(ReduceOp op) {
 Status CheckReduceSupported(DataType dtype, ReduceOp op) {
   if (op == ReduceOp::kAverage && !IsFloatingPoint(dtype)) {
     return Status::Unsupported(std::string("average is defined for floating-point tensors only, "
-                                           "got ") + DataTypeName(dtype) +
+                                           "got ") +
+                               DataTypeName(dtype) +
                                "; use op=sum and divide as your integer semantics require");
   }
   return Status::OK();

@@ -31,11 +31,17 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status OK() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status Mismatch(std::string m) { return {StatusCode::kMismatch, std::move(m)}; }
-  static Status NotInitialized(std::string m) { return {StatusCode::kNotInitialized, std::move(m)}; }
+  static Status NotInitialized(std::string m) {
+    return {StatusCode::kNotInitialized, std::move(m)};
+  }
   static Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
-  static Status TransportError(std::string m) { return {StatusCode::kTransportError, std::move(m)}; }
+  static Status TransportError(std::string m) {
+    return {StatusCode::kTransportError, std::move(m)};
+  }
   static Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
@@ -53,7 +59,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return status_.ok(); }
@@ -70,8 +76,8 @@ class [[nodiscard]] Result {
 }  // namespace flock
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
-#define FLOCK_RETURN_IF_ERROR(expr)              \
-  do {                                           \
-    ::flock::Status _flock_status = (expr);      \
+#define FLOCK_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::flock::Status _flock_status = (expr);        \
     if (!_flock_status.ok()) return _flock_status; \
   } while (0)

@@ -8,8 +8,9 @@ Status Broadcast(Transport& transport, const TensorView& tensor, const Broadcast
                  Status local_status) {
   const int size = transport.size(options.group);
   if (local_status.ok() && (options.root < 0 || options.root >= size)) {
-    local_status = Status::InvalidArgument("root_rank " + std::to_string(options.root) +
-                                           " is out of range for " + std::to_string(size) + " ranks");
+    local_status =
+        Status::InvalidArgument("root_rank " + std::to_string(options.root) +
+                                " is out of range for " + std::to_string(size) + " ranks");
   }
   OpRequest request = MakeRequest(OpKind::kBroadcast, options.name, tensor);
   request.root = options.root;

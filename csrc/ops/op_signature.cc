@@ -41,15 +41,22 @@ bool ShapeDiffers(const OpSignature& a, const OpSignature& b, bool dim0_free) {
 const Field kFields[] = {
     {"op", [](const OpSignature& a, const OpSignature& b, bool) { return a.kind != b.kind; },
      [](const OpSignature& s) { return std::string(OpKindName(static_cast<OpKind>(s.kind))); }},
-    {"tensor name", [](const OpSignature& a, const OpSignature& b, bool) { return a.name_hash != b.name_hash; },
+    {"tensor name",
+     [](const OpSignature& a, const OpSignature& b, bool) { return a.name_hash != b.name_hash; },
      [](const OpSignature&) { return std::string("a different name"); }},
     {"dtype", [](const OpSignature& a, const OpSignature& b, bool) { return a.dtype != b.dtype; },
-     [](const OpSignature& s) { return std::string(DataTypeName(static_cast<DataType>(s.dtype))); }},
-    {"reduction op", [](const OpSignature& a, const OpSignature& b, bool) { return a.reduce_op != b.reduce_op; },
-     [](const OpSignature& s) { return std::string(ReduceOpName(static_cast<ReduceOp>(s.reduce_op))); }},
+     [](const OpSignature& s) {
+       return std::string(DataTypeName(static_cast<DataType>(s.dtype)));
+     }},
+    {"reduction op",
+     [](const OpSignature& a, const OpSignature& b, bool) { return a.reduce_op != b.reduce_op; },
+     [](const OpSignature& s) {
+       return std::string(ReduceOpName(static_cast<ReduceOp>(s.reduce_op)));
+     }},
     {"root rank", [](const OpSignature& a, const OpSignature& b, bool) { return a.root != b.root; },
      [](const OpSignature& s) { return std::to_string(s.root); }},
-    {"device", [](const OpSignature& a, const OpSignature& b, bool) { return a.device != b.device; },
+    {"device",
+     [](const OpSignature& a, const OpSignature& b, bool) { return a.device != b.device; },
      [](const OpSignature& s) { return std::string(s.device == 0 ? "cpu" : "cuda"); }},
     {"shape", ShapeDiffers, ShapeOf},
 };
@@ -106,13 +113,15 @@ Status CompareSignatures(const OpRequest& request, const std::vector<OpSignature
   for (const Field& field : kFields) {
     std::vector<int> differing;
     for (size_t r = 0; r < all.size(); ++r) {
-      if (field.differs(ref, all[r], request.dim0_may_differ)) differing.push_back(static_cast<int>(r));
+      if (field.differs(ref, all[r], request.dim0_may_differ))
+        differing.push_back(static_cast<int>(r));
     }
     if (differing.empty()) continue;
     std::ostringstream msg;
     msg << what << ": ranks disagree on the " << field.name << ": rank " << reference << " has "
         << field.show(ref) << ", " << RankList(differing) << " "
-        << (differing.size() == 1 ? "has " : "have ") << field.show(all[static_cast<size_t>(differing[0])]);
+        << (differing.size() == 1 ? "has " : "have ")
+        << field.show(all[static_cast<size_t>(differing[0])]);
     if (field.differs == ShapeDiffers && request.dim0_may_differ) msg << " (only dim 0 may differ)";
     return Status::Mismatch(msg.str());
   }

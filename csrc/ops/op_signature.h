@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "common/reduce_kernels.h"
 #include "common/status.h"
 #include "common/tensor_view.h"
-#include "common/reduce_kernels.h"
 #include "transport/transport.h"
 
 namespace flock {

@@ -16,8 +16,8 @@ namespace flock {
 struct MachineLayout {
   int local_size = 1;
   int local_rank = 0;
-  int machine_size = 1;  // size / local_size, as Bluefog defines it
-  int machine_rank = 0;  // rank / local_size
+  int machine_size = 1;     // size / local_size, as Bluefog defines it
+  int machine_rank = 0;     // rank / local_size
   bool homogeneous = true;  // equal local sizes, ranks laid out machine by machine
 };
 

@@ -21,6 +21,8 @@ bool NcclBuilt() {
 #endif
 }
 
-void FinalizeTransports() { MpiTransport::FinalizeIfOwned(); }
+void FinalizeTransports() {
+  MpiTransport::FinalizeIfOwned();
+}
 
 }  // namespace flock

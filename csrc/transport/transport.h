@@ -29,8 +29,8 @@ class Transport {
 
   // recv[i] = reduction over the group of send[i]; send == recv reduces in place.
   // kAverage is reduced as a sum: the caller scales.
-  virtual Status Allreduce(const void* send, void* recv, int64_t count, DataType dtype,
-                           ReduceOp op, CommGroup group) = 0;
+  virtual Status Allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op,
+                           CommGroup group) = 0;
 
   // Copies `bytes` bytes from `root` (a rank of the group) to every member.
   virtual Status Broadcast(void* buffer, int64_t bytes, int root, CommGroup group) = 0;

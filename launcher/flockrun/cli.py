@@ -85,7 +85,22 @@ def make_parser() -> argparse.ArgumentParser:
         help="print the mpirun command line to stderr before running it")
     add("--dry-run", action="store_true",
         help="print the mpirun command line to stdout and exit")
+    add("--help-env", action="store_true",
+        help="list every FLOCK_* setting with its default and exit")
     return parser
+
+
+def print_settings() -> int:
+    """Print flock's settings table (from the installed flock, if any)."""
+    try:
+        from flock._core import settings  # the one table, csrc/common/config.cc
+    except ImportError:
+        print("flockrun: flock is not installed in this Python; see docs/env.md",
+              file=sys.stderr)
+        return 1
+    for name, kind, default, doc in settings():
+        print(f"{name:<24} {kind:<6} default {default or '(none)':<10} {doc}")
+    return 0
 
 
 def split_command(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
@@ -180,6 +195,8 @@ def main(argv: Optional[Sequence[str]] = None,
     environ = dict(os.environ) if environ is None else dict(environ)
     front, command = split_command(argv)
     args = make_parser().parse_args(front)  # exits 2 on a usage error
+    if args.help_env:
+        return print_settings()
     try:
         options = options_from_args(args, command)
         mpirun = which("mpirun", path=environ.get("PATH", os.defpath))

@@ -21,8 +21,9 @@ Status EnsureMpiInitialized(int* thread_level) {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) {
-      return Status::NotInitialized("MPI was already finalized in this process; it cannot be "
-                                    "initialized again (call flock.shutdown(), not MPI_Finalize)");
+      return Status::NotInitialized(
+          "MPI was already finalized in this process; it cannot be "
+          "initialized again (call flock.shutdown(), not MPI_Finalize)");
     }
     FLOCK_MPI_CHECK(MPI_Query_thread(thread_level));
     return Status::OK();
@@ -60,7 +61,8 @@ Status MpiTransport::Init(int local_size_override) {
   if (local_size_override > 0) {
     FLOCK_MPI_CHECK(MPI_Comm_split(world, world_rank / local_size_override, world_rank, &local));
   } else {
-    FLOCK_MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &local));
+    FLOCK_MPI_CHECK(
+        MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &local));
   }
   int local_rank = 0;
   MPI_Comm_rank(local, &local_rank);
@@ -92,9 +94,15 @@ void MpiTransport::FinalizeIfOwned() {
   if (g_flock_initialized_mpi && !finalized) MPI_Finalize();
 }
 
-MPI_Comm MpiTransport::comm(CommGroup group) const { return comms_[static_cast<int>(group)]; }
-int MpiTransport::rank(CommGroup group) const { return ranks_[static_cast<int>(group)]; }
-int MpiTransport::size(CommGroup group) const { return sizes_[static_cast<int>(group)]; }
+MPI_Comm MpiTransport::comm(CommGroup group) const {
+  return comms_[static_cast<int>(group)];
+}
+int MpiTransport::rank(CommGroup group) const {
+  return ranks_[static_cast<int>(group)];
+}
+int MpiTransport::size(CommGroup group) const {
+  return sizes_[static_cast<int>(group)];
+}
 
 Status MpiTransport::Allreduce(const void* send, void* recv, int64_t count, DataType dtype,
                                ReduceOp op, CommGroup group) {
@@ -138,8 +146,8 @@ Status MpiTransport::Allgatherv(const void* send, const std::vector<int64_t>& re
   }
   FLOCK_RETURN_IF_ERROR(CheckCount(total, "allgather"));
   const int mine = counts[static_cast<size_t>(rank(group))];
-  FLOCK_MPI_CHECK(MPI_Allgatherv(send, mine, MPI_BYTE, recv, counts.data(), displs.data(),
-                                 MPI_BYTE, comm(group)));
+  FLOCK_MPI_CHECK(MPI_Allgatherv(send, mine, MPI_BYTE, recv, counts.data(), displs.data(), MPI_BYTE,
+                                 comm(group)));
   return Status::OK();
 }
 

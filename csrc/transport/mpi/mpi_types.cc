@@ -34,15 +34,19 @@ MPI_User_function* HalfFunction(int index) {
 
 }  // namespace
 
-MpiTypes::~MpiTypes() { Free(); }
+MpiTypes::~MpiTypes() {
+  Free();
+}
 
 Status MpiTypes::Create() {
   if (created_) return Status::OK();
   FLOCK_MPI_CHECK(MPI_Type_contiguous(2, MPI_BYTE, &half_type_));
   FLOCK_MPI_CHECK(MPI_Type_commit(&half_type_));
   for (int i = 0; i < 4; ++i) {
-    FLOCK_MPI_CHECK(MPI_Op_create(HalfFunction<DataType::kFloat16>(i), /*commute=*/1, &half_ops_[0][i]));
-    FLOCK_MPI_CHECK(MPI_Op_create(HalfFunction<DataType::kBFloat16>(i), /*commute=*/1, &half_ops_[1][i]));
+    FLOCK_MPI_CHECK(
+        MPI_Op_create(HalfFunction<DataType::kFloat16>(i), /*commute=*/1, &half_ops_[0][i]));
+    FLOCK_MPI_CHECK(
+        MPI_Op_create(HalfFunction<DataType::kBFloat16>(i), /*commute=*/1, &half_ops_[1][i]));
   }
   created_ = true;
   return Status::OK();

@@ -21,17 +21,33 @@ double InputValue(ReduceOp op, int r, int64_t i) {
 }
 
 template <typename T>
-T FromDouble(double v) { return static_cast<T>(v); }
+T FromDouble(double v) {
+  return static_cast<T>(v);
+}
 template <>
-Float16 FromDouble<Float16>(double v) { return ToFloat16(static_cast<float>(v)); }
+Float16 FromDouble<Float16>(double v) {
+  return ToFloat16(static_cast<float>(v));
+}
 template <>
-BFloat16 FromDouble<BFloat16>(double v) { return ToBFloat16(static_cast<float>(v)); }
-double ToDouble(double v) { return v; }
-double ToDouble(float v) { return v; }
-double ToDouble(Float16 v) { return ToFloat(v); }
-double ToDouble(BFloat16 v) { return ToFloat(v); }
+BFloat16 FromDouble<BFloat16>(double v) {
+  return ToBFloat16(static_cast<float>(v));
+}
+double ToDouble(double v) {
+  return v;
+}
+double ToDouble(float v) {
+  return v;
+}
+double ToDouble(Float16 v) {
+  return ToFloat(v);
+}
+double ToDouble(BFloat16 v) {
+  return ToFloat(v);
+}
 template <typename T>
-double ToDouble(T v) { return static_cast<double>(v); }
+double ToDouble(T v) {
+  return static_cast<double>(v);
+}
 
 double Reference(ReduceOp op, int n, int64_t i) {
   double acc = InputValue(op, 0, i);

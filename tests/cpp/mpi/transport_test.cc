@@ -28,12 +28,14 @@ TEST(Transport, AllreduceSumInt64InPlaceAndOutOfPlace) {
   const int n = t.size(CommGroup::kWorld), r = t.rank(CommGroup::kWorld);
   std::vector<int64_t> in(1000), out(1000, -1);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int64_t>(i) * (r + 1);
-  ASSERT_TRUE(t.Allreduce(in.data(), out.data(), 1000, DataType::kInt64, ReduceOp::kSum,
-                          CommGroup::kWorld).ok());
+  ASSERT_TRUE(
+      t.Allreduce(in.data(), out.data(), 1000, DataType::kInt64, ReduceOp::kSum, CommGroup::kWorld)
+          .ok());
   const int64_t ranks_sum = n * (n + 1) / 2;
   for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(out[i], static_cast<int64_t>(i) * ranks_sum);
-  ASSERT_TRUE(t.Allreduce(in.data(), in.data(), 1000, DataType::kInt64, ReduceOp::kSum,
-                          CommGroup::kWorld).ok());
+  ASSERT_TRUE(
+      t.Allreduce(in.data(), in.data(), 1000, DataType::kInt64, ReduceOp::kSum, CommGroup::kWorld)
+          .ok());
   EXPECT_EQ(in, out);
 }
 
@@ -53,7 +55,8 @@ TEST(Transport, AllgathervWithUnequalAndEmptyParts) {
   std::vector<int64_t> bytes(n);
   for (int i = 0; i < n; ++i) bytes[i] = i % 2 == 0 ? 0 : i;  // even ranks send nothing
   std::vector<char> mine(static_cast<size_t>(bytes[r]) + 1, static_cast<char>('a' + r));
-  std::vector<char> all(static_cast<size_t>(std::accumulate(bytes.begin(), bytes.end(), 0LL)) + 1, 0);
+  std::vector<char> all(static_cast<size_t>(std::accumulate(bytes.begin(), bytes.end(), 0LL)) + 1,
+                        0);
   ASSERT_TRUE(t.Allgatherv(mine.data(), bytes, all.data(), CommGroup::kWorld).ok());
   size_t pos = 0;
   for (int i = 0; i < n; ++i) {
@@ -65,12 +68,14 @@ TEST(Transport, LocalAndCrossAllreduceCoverTheWorld) {
   Transport& t = World();
   const int world_rank = t.rank(CommGroup::kWorld);
   int64_t local_sum = world_rank, total = 0;
-  ASSERT_TRUE(t.Allreduce(&local_sum, &local_sum, 1, DataType::kInt64, ReduceOp::kSum,
-                          CommGroup::kLocal).ok());
+  ASSERT_TRUE(
+      t.Allreduce(&local_sum, &local_sum, 1, DataType::kInt64, ReduceOp::kSum, CommGroup::kLocal)
+          .ok());
   // Summing the machine sums across machines (local rank 0 of each) gives the world sum.
   int64_t contribution = t.rank(CommGroup::kLocal) == 0 ? local_sum : 0;
-  ASSERT_TRUE(t.Allreduce(&contribution, &total, 1, DataType::kInt64, ReduceOp::kSum,
-                          CommGroup::kWorld).ok());
+  ASSERT_TRUE(
+      t.Allreduce(&contribution, &total, 1, DataType::kInt64, ReduceOp::kSum, CommGroup::kWorld)
+          .ok());
   const int64_t n = t.size(CommGroup::kWorld);
   EXPECT_EQ(total, n * (n - 1) / 2);
 }

@@ -38,9 +38,9 @@ TEST(Config, ParsesEverySetting) {
 
 TEST(Config, BadValuesAreErrorsNamingTheVariable) {
   const std::pair<const char*, const char*> bad[] = {
-      {"FLOCK_LOG_LEVEL", "loud"},        {"FLOCK_FUSION_THRESHOLD", "12MB"},
-      {"FLOCK_FUSION_THRESHOLD", "-1"},   {"FLOCK_CYCLE_TIME_MS", "fast"},
-      {"FLOCK_STALL_WARNING_S", "-2"},    {"FLOCK_LOCAL_SIZE", "two"},
+      {"FLOCK_LOG_LEVEL", "loud"},      {"FLOCK_FUSION_THRESHOLD", "12MB"},
+      {"FLOCK_FUSION_THRESHOLD", "-1"}, {"FLOCK_CYCLE_TIME_MS", "fast"},
+      {"FLOCK_STALL_WARNING_S", "-2"},  {"FLOCK_LOCAL_SIZE", "two"},
       {"FLOCK_STALL_SHUTDOWN_S", ""}};
   for (const auto& [name, value] : bad) {
     Result<Config> config = Config::FromMap({{name, value}});

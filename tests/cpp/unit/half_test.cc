@@ -42,8 +42,8 @@ TEST(Float16, NarrowingRoundsToNearestEvenLikeTheCompiler) {
   };
   for (int i = 0; i < 2000000; ++i) check(BitsToFloat(any_bits(rng)));
   // Ties and edges: halfway points, overflow boundary, subnormals, zeros.
-  for (float f : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e9f, 5.96e-8f, 2.98e-8f,
-                  2.99e-8f, 6.1e-5f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, -1e-10f}) {
+  for (float f : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e9f, 5.96e-8f, 2.98e-8f, 2.99e-8f,
+                  6.1e-5f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, -1e-10f}) {
     check(f);
   }
 }

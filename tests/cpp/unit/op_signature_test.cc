@@ -8,7 +8,8 @@ namespace flock {
 namespace {
 
 OpRequest Request(DataType dtype, std::vector<int64_t> shape, std::string name = "w") {
-  OpRequest r = MakeRequest(OpKind::kAllreduce, std::move(name), TensorView{nullptr, dtype, std::move(shape)});
+  OpRequest r = MakeRequest(OpKind::kAllreduce, std::move(name),
+                            TensorView{nullptr, dtype, std::move(shape)});
   r.reduce_op = ReduceOp::kSum;
   return r;
 }

@@ -279,3 +279,11 @@ def test_main_errors_exit_2_with_flockrun_error(capsys, argv, words):
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("flockrun: error: ") and words in err
+
+
+def test_help_env_lists_flock_settings(capsys):
+    from flockrun.cli import main
+    pytest.importorskip("flock._core")
+    assert main(["--help-env"]) == 0
+    out = capsys.readouterr().out
+    assert "FLOCK_LOG_LEVEL" in out and "FLOCK_FUSION_THRESHOLD" in out

@@ -1,0 +1,57 @@
+// What every DynamicSchedule shares (see schedule.h): argument checks, the
+// uniform weight rule, the mixing graph of one iteration, and the transposition
+// of send lists into receive lists.
+#include "flock/topology/schedule.h"
+
+#include "check.h"
+
+namespace flock {
+namespace topology {
+
+using detail::fail;
+
+void DynamicSchedule::check_step(const char* what, std::int64_t k, int node) const {
+  if (k < 0) fail(what, "(", k, ", ", node, "): iteration must be >= 0");
+  detail::check_node(node, size(), what, "(", k, ", ", node, ")");
+}
+
+StepWeights DynamicSchedule::weights(std::int64_t k, int node) const {
+  check_step("weights", k, node);
+  const std::vector<int> recvs = recv_ranks(k, node);
+  const double share = 1.0 / static_cast<double>(recvs.size() + 1);
+  StepWeights result;
+  result.self_weight = share;
+  for (int source : recvs) result.src_weights.emplace(source, share);
+  for (int destination : send_ranks(k, node)) result.dst_weights.emplace(destination, 1.0);
+  return result;
+}
+
+Graph DynamicSchedule::mixing_graph(std::int64_t k) const {
+  if (k < 0) fail("mixing_graph(", k, "): iteration must be >= 0");
+  Graph g(size(), /*weighted=*/true);
+  for (int r = 0; r < size(); ++r) {
+    const StepWeights w = weights(k, r);
+    g.add_edge(r, r, w.self_weight);
+    for (const auto& entry : w.src_weights) g.add_edge(entry.first, r, entry.second);
+  }
+  return g;
+}
+
+std::vector<std::vector<int>> transpose_rank_lists(const std::vector<std::vector<int>>& lists) {
+  const int n = static_cast<int>(lists.size());
+  std::vector<std::vector<int>> transposed(lists.size());
+  for (int s = 0; s < n; ++s) {
+    for (int r : lists[s]) {
+      detail::check_node(r, n, "transpose_rank_lists: list ", s);
+      if (!transposed[r].empty() && transposed[r].back() == s) {
+        fail("transpose_rank_lists: list ", s, " names node ", r, " twice");
+      }
+      // s grows monotonically, so every transposed list stays sorted.
+      transposed[r].push_back(s);
+    }
+  }
+  return transposed;
+}
+
+}  // namespace topology
+}  // namespace flock
