@@ -4,7 +4,8 @@
 the runtime; ``shutdown()`` releases it and ``init()`` may be called again.
 MPI itself is finalized once, when the interpreter exits. In a multi-rank job,
 an uncaught exception on one rank prints its traceback and then ends every
-rank, so a failure never leaves the others waiting forever.
+rank, and so does ``sys.exit`` with a non-zero status: finalizing MPI there
+would wait forever for ranks that are still inside a collective.
 """
 
 import atexit
@@ -14,6 +15,8 @@ from flock._core_loader import core
 
 _atexit_registered = False
 _previous_excepthook = None
+_original_sys_exit = None
+_requested_exit_status = 0
 
 
 def init():
@@ -21,9 +24,9 @@ def init():
     global _atexit_registered
     core.init()
     if not _atexit_registered:
-        atexit.register(core.finalize)
+        atexit.register(_at_exit)
         _atexit_registered = True
-    _install_excepthook()
+    _install_failure_hooks()
 
 
 def shutdown():
@@ -80,9 +83,13 @@ def nccl_built():
     return core.nccl_built()
 
 
+def _in_multi_rank_job():
+    return core.is_initialized() and core.size() > 1
+
+
 def _abort_job_on_uncaught_exception(kind, value, traceback):
     _previous_excepthook(kind, value, traceback)
-    if core.is_initialized() and core.size() > 1 and not issubclass(kind, KeyboardInterrupt):
+    if _in_multi_rank_job():
         sys.stderr.write(
             "flock: uncaught exception on rank {}; ending every rank of the job\n".format(core.rank()))
         sys.stderr.flush()
@@ -90,8 +97,33 @@ def _abort_job_on_uncaught_exception(kind, value, traceback):
         core.abort(1)
 
 
-def _install_excepthook():
-    global _previous_excepthook
+def _recording_exit(status=None):
+    """sys.exit that remembers the status, so _at_exit can tell failure from success."""
+    global _requested_exit_status
+    if status is None:
+        _requested_exit_status = 0
+    elif isinstance(status, int):
+        _requested_exit_status = status
+    else:
+        _requested_exit_status = 1  # sys.exit("message") exits with 1
+    _original_sys_exit(status)
+
+
+def _at_exit():
+    if _requested_exit_status != 0 and _in_multi_rank_job():
+        sys.stderr.write("flock: rank {} exits with status {}; ending every rank of the job\n".format(
+            core.rank(), _requested_exit_status))
+        sys.stderr.flush()
+        sys.stdout.flush()
+        core.abort(_requested_exit_status)
+    core.finalize()
+
+
+def _install_failure_hooks():
+    global _previous_excepthook, _original_sys_exit
     if _previous_excepthook is None:
         _previous_excepthook = sys.excepthook
         sys.excepthook = _abort_job_on_uncaught_exception
+    if _original_sys_exit is None:
+        _original_sys_exit = sys.exit
+        sys.exit = _recording_exit

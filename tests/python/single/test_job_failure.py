@@ -41,3 +41,21 @@ def test_successful_job_exits_zero(tmp_path):
     result = subprocess.run([FLOCKRUN, "-np", "3", sys.executable, str(script)],
                             capture_output=True, text=True, timeout=90)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_sys_exit_with_failure_status_on_one_rank_ends_the_job(tmp_path):
+    script = tmp_path / "exits_on_rank_1.py"
+    script.write_text(textwrap.dedent("""
+        import sys, time, torch, flock.torch as bf
+        bf.init()
+        if bf.rank() == 1:
+            sys.exit(3)
+        bf.allreduce(torch.ones(1))  # would wait forever for rank 1
+        time.sleep(120)
+    """))
+    start = time.monotonic()
+    result = subprocess.run([FLOCKRUN, "-np", "3", sys.executable, str(script)],
+                            capture_output=True, text=True, timeout=90)
+    assert time.monotonic() - start < 30
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "rank 1 exits with status 3" in result.stderr
