@@ -55,11 +55,13 @@ setup(
     description="Decentralized deep-learning communication over MPI (neighbor allreduce, "
                 "allreduce, dynamic topologies) for PyTorch and numpy",
     package_dir={"flock": "python/flock", "flockrun": "launcher/flockrun"},
-    packages=["flock", "flock.torch", "flock.numpy", "flockrun"],
+    packages=["flock", "flock.torch", "flock.numpy", "flock.topology", "flockrun"],
     ext_modules=[CMakeExtension("flock._core")],
     cmdclass={"build_ext": CMakeBuild},
     entry_points={"console_scripts": ["flockrun = flockrun.cli:main"]},
     python_requires=">=3.9",
     install_requires=["numpy"],
+    # networkx is optional: flock.topology converts to and from networkx graphs when it is there.
+    extras_require={"networkx": ["networkx>=2.5"]},
     zip_safe=False,
 )

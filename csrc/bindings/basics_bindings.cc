@@ -70,6 +70,19 @@ void BindBasics(py::module_& m) {
         return rows;
       },
       "Every FLOCK_* setting as (name, type, default, doc).");
+  m.def(
+      "timeline_start",
+      [](const std::string& path) {
+        Runtime& runtime = RequireRuntime();
+        ThrowIfError(runtime.engine().timeline().Start(path, runtime.rank()));
+      },
+      "Starts recording a timeline (one file per rank, see docs/timeline.md).");
+  m.def("timeline_stop", [] { RequireRuntime().engine().timeline().Stop(); });
+  m.def("timeline_begin", [](const std::string& row, const std::string& span) {
+    RequireRuntime().engine().timeline().Begin(row, span);
+  });
+  m.def("timeline_end",
+        [](const std::string& row) { RequireRuntime().engine().timeline().End(row); });
   m.attr("__version__") = FLOCK_VERSION;
 }
 

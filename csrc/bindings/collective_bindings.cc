@@ -1,59 +1,84 @@
-// Bindings for the global collectives. Python hands over DLPack capsules
-// (already contiguous) and, for a tensor it could not convert, the reason
-// instead: the rank then still takes part in the agreement step, so every
-// rank raises instead of some hanging.
-#include <pybind11/functional.h>
+// Bindings for the global collectives, all asynchronous: each enqueue_* call
+// hands the request to the engine and returns a handle; wait() blocks (with
+// the GIL released) and raises the op's error. Python hands over DLPack
+// capsules (already contiguous) and, for a tensor it could not convert, the
+// reason instead: the rank then still announces the request, so every rank
+// raises instead of some hanging.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <chrono>
 
 #include "bindings/dlpack_tensor.h"
 #include "bindings/python_errors.h"
 #include "bindings/runtime_holder.h"
-#include "ops/collectives.h"
 
 namespace py = pybind11;
 
 namespace flock {
 namespace {
 
-// A tensor argument: the capsule (or None) and the local problem so far.
-struct TensorArg {
-  std::optional<DlpackTensor> tensor;
-  Status status;
+// The tensors of one request, kept alive by the handle until it is waited for.
+using KeepAlive = std::vector<DlpackTensor>;
+
+struct Submission {
+  OpRequest op;
+  TensorView output;
+  std::shared_ptr<KeepAlive> keep_alive = std::make_shared<KeepAlive>();
 };
 
-TensorArg ReadTensor(const py::object& capsule, const std::optional<std::string>& dtype_override,
-                     const std::optional<std::string>& local_error) {
-  TensorArg arg;
-  if (local_error) {
-    arg.status = Status::InvalidArgument(*local_error);
-    return arg;
-  }
+// Adds the capsule's tensor to the submission; returns its view (or records
+// why it cannot be used in the request's local status).
+TensorView Take(Submission& s, const py::object& capsule,
+                const std::optional<std::string>& dtype_override) {
+  if (!s.op.local_status.ok()) return {};
   Result<DlpackTensor> tensor =
       DlpackTensor::FromCapsule(capsule.cast<py::capsule>(), dtype_override);
   if (!tensor.ok()) {
-    arg.status = tensor.status();
-    return arg;
+    s.op.local_status = tensor.status();
+    return {};
   }
-  arg.tensor = std::move(tensor).value();
-  if (arg.tensor->view().device.type != DeviceType::kCPU) {
-    arg.status = Status::Unsupported(
-        "tensor is on " + DeviceToString(arg.tensor->view().device) +
+  TensorView view = tensor.value().view();
+  s.keep_alive->push_back(std::move(tensor).value());
+  if (view.device.type != DeviceType::kCPU) {
+    s.op.local_status = Status::Unsupported(
+        "tensor is on " + DeviceToString(view.device) +
         " but this flock build has no GPU backend (NCCL); move it to the CPU with .cpu()");
   }
-  return arg;
+  return view;
 }
 
-TensorView ViewOf(const TensorArg& arg) {
-  return arg.tensor ? arg.tensor->view() : TensorView{};
+Submission Begin(OpKind kind, const std::optional<std::string>& name,
+                 const std::optional<std::string>& local_error) {
+  Runtime& runtime = RequireRuntime();
+  Submission s;
+  s.op.kind = kind;
+  s.op.name = name ? *name : runtime.AutoName(OpKindName(kind));
+  if (local_error) s.op.local_status = Status::InvalidArgument(*local_error);
+  return s;
 }
 
-std::string NameOr(Runtime& runtime, const std::optional<std::string>& name, const char* op) {
-  return name ? *name : runtime.AutoName(op);
+HandleId Submit(Submission s) {
+  std::shared_ptr<void> keep_alive = std::move(s.keep_alive);
+  return ValueOrThrow(RequireRuntime().engine().Submit(std::move(s.op), s.output, keep_alive));
 }
 
-CommGroup ToGroup(bool local_only) {
-  return local_only ? CommGroup::kLocal : CommGroup::kWorld;
+py::object Wait(HandleId handle) {
+  Engine& engine = RequireRuntime().engine();
+  Result<Completion> done = Status::OK();
+  {
+    py::gil_scoped_release release;
+    // Every 100 ms the wait gives Python a chance to run signal handlers (Ctrl-C).
+    done = engine.handles().Wait(handle, std::chrono::milliseconds(100), [] {
+      py::gil_scoped_acquire gil;
+      return PyErr_CheckSignals() == 0 ? Status::OK() : Status::Aborted("interrupted");
+    });
+  }
+  if (!done.ok() && PyErr_Occurred()) throw py::error_already_set();
+  Completion completion = ValueOrThrow(std::move(done));
+  ThrowIfError(completion.status);
+  if (completion.gathered) return ToCapsule(std::move(completion.gathered));
+  return py::none();
 }
 
 }  // namespace
@@ -66,73 +91,71 @@ void BindCollectives(py::module_& m) {
       .value("MAX", ReduceOp::kMax)
       .value("PRODUCT", ReduceOp::kProduct);
 
+  // output None: in place.
   m.def(
-      "allreduce",
+      "enqueue_allreduce",
       [](py::object input, py::object output, ReduceOp op, std::optional<std::string> name,
          bool local_only, std::optional<std::string> dtype_override,
          std::optional<std::string> local_error) {
-        Runtime& runtime = RequireRuntime();
-        TensorArg in = ReadTensor(input, dtype_override, local_error);
-        // No output capsule means in place.
-        TensorArg out = in.status.ok() && !output.is_none()
-                            ? ReadTensor(output, dtype_override, std::nullopt)
-                            : TensorArg{};
-        AllreduceOptions options{op, ToGroup(local_only), NameOr(runtime, name, "allreduce")};
-        Status local = in.status.ok() ? out.status : in.status;
-        py::gil_scoped_release release;
-        ThrowIfError(Allreduce(runtime.transport(), ViewOf(in),
-                               out.tensor ? ViewOf(out) : ViewOf(in), options, local));
+        Submission s = Begin(OpKind::kAllreduce, name, local_error);
+        s.op.reduce_op = op;
+        s.op.group = local_only ? CommGroup::kLocal : CommGroup::kWorld;
+        s.op.tensor = Take(s, input, dtype_override);
+        s.output = output.is_none() ? s.op.tensor : Take(s, output, dtype_override);
+        if (s.op.local_status.ok()) s.op.local_status = CheckReduceSupported(s.op.tensor.dtype, op);
+        return Submit(std::move(s));
       },
       py::arg("input"), py::arg("output"), py::arg("op"), py::arg("name") = py::none(),
       py::arg("local_only") = false, py::arg("dtype_override") = py::none(),
       py::arg("local_error") = py::none());
 
   m.def(
-      "broadcast",
+      "enqueue_broadcast",
       [](py::object tensor, int root, std::optional<std::string> name,
          std::optional<std::string> dtype_override, std::optional<std::string> local_error) {
-        Runtime& runtime = RequireRuntime();
-        TensorArg arg = ReadTensor(tensor, dtype_override, local_error);
-        BroadcastOptions options{root, CommGroup::kWorld, NameOr(runtime, name, "broadcast")};
-        py::gil_scoped_release release;
-        ThrowIfError(Broadcast(runtime.transport(), ViewOf(arg), options, arg.status));
+        Submission s = Begin(OpKind::kBroadcast, name, local_error);
+        s.op.root = root;
+        s.op.tensor = Take(s, tensor, dtype_override);
+        const int size = RequireRuntime().size();
+        if (s.op.local_status.ok() && (root < 0 || root >= size)) {
+          s.op.local_status =
+              Status::InvalidArgument("root_rank " + std::to_string(root) +
+                                      " is out of range for " + std::to_string(size) + " ranks");
+        }
+        return Submit(std::move(s));
       },
       py::arg("tensor"), py::arg("root"), py::arg("name") = py::none(),
       py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none());
 
-  // allocate(shape) -> DLPack capsule of a new contiguous tensor of that shape.
   m.def(
-      "allgather",
-      [](py::object input, py::function allocate, std::optional<std::string> name,
+      "enqueue_allgather",
+      [](py::object input, std::optional<std::string> name,
          std::optional<std::string> dtype_override, std::optional<std::string> local_error) {
-        Runtime& runtime = RequireRuntime();
-        TensorArg in = ReadTensor(input, dtype_override, local_error);
-        AllgatherOptions options{CommGroup::kWorld, NameOr(runtime, name, "allgather")};
-        std::optional<DlpackTensor> output;
-        OutputAllocator allocator = [&](const std::vector<int64_t>& shape) -> Result<TensorView> {
-          py::gil_scoped_acquire gil;
-          try {
-            Result<DlpackTensor> made =
-                DlpackTensor::FromCapsule(allocate(py::tuple(py::cast(shape))), dtype_override);
-            if (!made.ok()) return made.status();
-            output = std::move(made).value();
-            return output->view();
-          } catch (py::error_already_set& e) {
-            return Status::Internal(std::string("allocating the allgather output failed: ") +
-                                    e.what());
-          }
-        };
-        py::gil_scoped_release release;
-        ThrowIfError(Allgather(runtime.transport(), ViewOf(in), allocator, options, in.status));
+        Submission s = Begin(OpKind::kAllgather, name, local_error);
+        s.op.tensor = Take(s, input, dtype_override);
+        if (s.op.tensor.shape.empty()) s.op.tensor.shape = {1};  // a 0-d tensor gathers as one row
+        return Submit(std::move(s));
       },
-      py::arg("input"), py::arg("allocate"), py::arg("name") = py::none(),
-      py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none());
+      py::arg("input"), py::arg("name") = py::none(), py::arg("dtype_override") = py::none(),
+      py::arg("local_error") = py::none());
 
-  m.def("barrier", [] {
-    Runtime& runtime = RequireRuntime();
-    py::gil_scoped_release release;
-    ThrowIfError(runtime.transport().Barrier(CommGroup::kWorld));
-  });
+  m.def(
+      "enqueue_barrier",
+      [](std::optional<std::string> name) {
+        return Submit(Begin(OpKind::kBarrier, name, std::nullopt));
+      },
+      py::arg("name") = py::none());
+
+  m.def(
+      "poll",
+      [](HandleId handle) {
+        return ValueOrThrow(RequireRuntime().engine().handles().IsDone(handle));
+      },
+      "True when the op of `handle` has finished (successfully or not).");
+  m.def("wait", &Wait,
+        "Blocks until the op of `handle` finishes; raises its error. Returns the gathered "
+        "tensor's DLPack capsule for allgather, else None.");
+  m.def("engine_counters", [] { return RequireRuntime().engine().counters().Snapshot(); });
 }
 
 }  // namespace flock

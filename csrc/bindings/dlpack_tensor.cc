@@ -2,6 +2,8 @@
 
 #include <dlpack/dlpack.h>
 
+#include "engine/handle_table.h"
+
 namespace py = pybind11;
 
 namespace flock {
@@ -45,7 +47,52 @@ bool IsCompact(const DLTensor& t) {
   return true;
 }
 
+DLDataType ToDlpack(DataType dtype) {
+  switch (dtype) {
+    case DataType::kBool:
+    case DataType::kUInt8: return {kDLUInt, 8, 1};
+    case DataType::kInt8: return {kDLInt, 8, 1};
+    case DataType::kInt32: return {kDLInt, 32, 1};
+    case DataType::kInt64: return {kDLInt, 64, 1};
+    case DataType::kFloat16: return {kDLFloat, 16, 1};
+    case DataType::kBFloat16: return {kDLBfloat, 16, 1};
+    case DataType::kFloat32: return {kDLFloat, 32, 1};
+    case DataType::kFloat64: return {kDLFloat, 64, 1};
+  }
+  return {kDLUInt, 8, 1};
+}
+
+// What an exported capsule owns: the tensor and the DLPack header pointing into it.
+struct ExportedTensor {
+  DLManagedTensor managed;
+  std::shared_ptr<GatheredTensor> tensor;
+};
+
 }  // namespace
+
+py::capsule ToCapsule(std::shared_ptr<GatheredTensor> tensor) {
+  auto* exported = new ExportedTensor{};
+  exported->tensor = std::move(tensor);
+  DLTensor& t = exported->managed.dl_tensor;
+  t.data = exported->tensor->bytes.data();
+  t.device = {kDLCPU, 0};
+  t.ndim = static_cast<int32_t>(exported->tensor->shape.size());
+  t.dtype = ToDlpack(exported->tensor->dtype);
+  t.shape = exported->tensor->shape.data();
+  t.strides = nullptr;  // compact row-major
+  t.byte_offset = 0;
+  exported->managed.manager_ctx = exported;
+  exported->managed.deleter = [](DLManagedTensor* self) {
+    delete static_cast<ExportedTensor*>(self->manager_ctx);
+  };
+  // A consumer renames the capsule "used_dltensor" and calls the deleter itself;
+  // an unconsumed capsule frees the tensor when it is collected.
+  return py::capsule(&exported->managed, "dltensor", [](PyObject* capsule) {
+    if (!PyCapsule_IsValid(capsule, "dltensor")) return;
+    auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    managed->deleter(managed);
+  });
+}
 
 Result<DlpackTensor> DlpackTensor::FromCapsule(py::capsule capsule,
                                                const std::optional<std::string>& dtype_override) {

@@ -33,4 +33,10 @@ class DlpackTensor {
   TensorView view_;
 };
 
+struct GatheredTensor;
+
+// A DLPack capsule that owns `tensor` (engine-allocated output). bool travels
+// as uint8, like inputs do.
+pybind11::capsule ToCapsule(std::shared_ptr<GatheredTensor> tensor);
+
 }  // namespace flock

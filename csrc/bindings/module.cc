@@ -7,6 +7,7 @@
 namespace flock {
 void BindBasics(pybind11::module_& m);
 void BindCollectives(pybind11::module_& m);
+void BindTopology(pybind11::module_& m);
 }  // namespace flock
 
 PYBIND11_MODULE(_core, m) {
@@ -14,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
   flock::RegisterErrorTranslator(m);
   flock::BindBasics(m);
   flock::BindCollectives(m);
+  flock::BindTopology(m);
 }

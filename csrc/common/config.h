@@ -31,7 +31,7 @@ struct Config {
   LogLevel log_level = LogLevel::kWarning;
   std::string timeline_path;  // empty: no timeline
   int64_t fusion_threshold_bytes = 64 << 20;
-  double cycle_time_ms = 1.0;
+  double cycle_time_ms = 5.0;
   double stall_warning_s = 60.0;
   double stall_shutdown_s = 0.0;  // 0: never turn a stall into an error
   int local_size_override = 0;    // 0: machines are MPI shared-memory groups

@@ -34,9 +34,15 @@ class LogLine {
   std::ostringstream stream_;
 };
 
+// Swallows the stream expression so FLOCK_LOG is one expression (safe in an
+// unbraced if/else) that evaluates nothing when the level is filtered out.
+struct LogVoidify {
+  void operator&(std::ostream&) {}
+};
+
 }  // namespace flock
 
-#define FLOCK_LOG(level, subsystem)                     \
-  if (!::flock::LogEnabled(::flock::LogLevel::level)) { \
-  } else                                                \
-    ::flock::LogLine(::flock::LogLevel::level, subsystem).stream()
+#define FLOCK_LOG(level, subsystem)              \
+  !::flock::LogEnabled(::flock::LogLevel::level) \
+      ? (void)0                                  \
+      : ::flock::LogVoidify() & ::flock::LogLine(::flock::LogLevel::level, subsystem).stream()

@@ -11,7 +11,7 @@ Status Allgather(Transport& transport, const TensorView& input, const OutputAllo
   TensorView in = input;
   if (in.shape.empty()) in.shape = {1};  // a 0-d tensor gathers as one row
   OpRequest request = MakeRequest(OpKind::kAllgather, options.name, in);
-  request.dim0_may_differ = true;
+  request.group = options.group;
   request.local_status = local_status;
   std::vector<OpSignature> all;
   FLOCK_RETURN_IF_ERROR(AgreeOnRequest(transport, options.group, request, 0, &all));

@@ -10,6 +10,7 @@ Status Allreduce(Transport& transport, const TensorView& input, const TensorView
                  const AllreduceOptions& options, Status local_status) {
   OpRequest request = MakeRequest(OpKind::kAllreduce, options.name, input);
   request.reduce_op = options.op;
+  request.group = options.group;
   if (local_status.ok()) local_status = CheckReduceSupported(input.dtype, options.op);
   if (local_status.ok() && (output.dtype != input.dtype || output.shape != input.shape)) {
     local_status = Status::Internal("allreduce output does not match its input");

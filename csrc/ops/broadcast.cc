@@ -14,6 +14,7 @@ Status Broadcast(Transport& transport, const TensorView& tensor, const Broadcast
   }
   OpRequest request = MakeRequest(OpKind::kBroadcast, options.name, tensor);
   request.root = options.root;
+  request.group = options.group;
   request.local_status = local_status;
   // Held to the root's view of the tensor (rank 0 when the root itself is invalid).
   const int reference = local_status.ok() ? options.root : 0;

@@ -58,6 +58,10 @@ const Field kFields[] = {
     {"device",
      [](const OpSignature& a, const OpSignature& b, bool) { return a.device != b.device; },
      [](const OpSignature& s) { return std::string(s.device == 0 ? "cpu" : "cuda"); }},
+    {"group", [](const OpSignature& a, const OpSignature& b, bool) { return a.group != b.group; },
+     [](const OpSignature& s) {
+       return std::string(CommGroupName(static_cast<CommGroup>(s.group)));
+     }},
     {"shape", ShapeDiffers, ShapeOf},
 };
 
@@ -68,6 +72,7 @@ const char* OpKindName(OpKind kind) {
     case OpKind::kAllreduce: return "allreduce";
     case OpKind::kBroadcast: return "broadcast";
     case OpKind::kAllgather: return "allgather";
+    case OpKind::kBarrier: return "barrier";
   }
   return "unknown op";
 }
@@ -82,6 +87,7 @@ OpSignature MakeSignature(const OpRequest& request) {
   s.reduce_op = static_cast<int64_t>(request.reduce_op);
   s.root = request.root;
   s.device = static_cast<int64_t>(request.tensor.device.type);
+  s.group = static_cast<int64_t>(request.group);
   s.ndim = static_cast<int64_t>(request.tensor.shape.size());
   uint64_t extra = 0;
   for (size_t d = 0; d < request.tensor.shape.size(); ++d) {
@@ -97,24 +103,31 @@ OpSignature MakeSignature(const OpRequest& request) {
 
 Status CompareSignatures(const OpRequest& request, const std::vector<OpSignature>& all,
                          int reference) {
-  const std::string what = std::string(OpKindName(request.kind)) + " '" + request.name + "'";
+  if (!request.local_status.ok()) {
+    return Status(request.local_status.code(), std::string(OpKindName(request.kind)) + " '" +
+                                                   request.name +
+                                                   "': " + request.local_status.message());
+  }
+  return CompareSignatures(request.kind, request.name, all, reference);
+}
+
+Status CompareSignatures(OpKind kind, const std::string& name, const std::vector<OpSignature>& all,
+                         int reference) {
+  const std::string what = std::string(OpKindName(kind)) + " '" + name + "'";
   std::vector<int> rejected;
   for (size_t r = 0; r < all.size(); ++r) {
     if (all[r].local_error != 0) rejected.push_back(static_cast<int>(r));
-  }
-  if (!request.local_status.ok()) {
-    return Status(request.local_status.code(), what + ": " + request.local_status.message());
   }
   if (!rejected.empty()) {
     return Status::Aborted(what + " was cancelled because " + RankList(rejected) +
                            " rejected its input (see the error raised there)");
   }
+  const bool dim0_free = kind == OpKind::kAllgather;
   const OpSignature& ref = all[static_cast<size_t>(reference)];
   for (const Field& field : kFields) {
     std::vector<int> differing;
     for (size_t r = 0; r < all.size(); ++r) {
-      if (field.differs(ref, all[r], request.dim0_may_differ))
-        differing.push_back(static_cast<int>(r));
+      if (field.differs(ref, all[r], dim0_free)) differing.push_back(static_cast<int>(r));
     }
     if (differing.empty()) continue;
     std::ostringstream msg;
@@ -122,10 +135,19 @@ Status CompareSignatures(const OpRequest& request, const std::vector<OpSignature
         << field.show(ref) << ", " << RankList(differing) << " "
         << (differing.size() == 1 ? "has " : "have ")
         << field.show(all[static_cast<size_t>(differing[0])]);
-    if (field.differs == ShapeDiffers && request.dim0_may_differ) msg << " (only dim 0 may differ)";
+    if (field.differs == ShapeDiffers && dim0_free) msg << " (only dim 0 may differ)";
     return Status::Mismatch(msg.str());
   }
   return Status::OK();
+}
+
+int ReferenceRank(const std::vector<OpSignature>& all) {
+  const OpSignature& first = all.front();
+  const bool root_valid = first.root >= 0 && first.root < static_cast<int64_t>(all.size());
+  if (first.kind == static_cast<int64_t>(OpKind::kBroadcast) && root_valid) {
+    return static_cast<int>(first.root);
+  }
+  return 0;
 }
 
 Status AgreeOnRequest(Transport& transport, CommGroup group, const OpRequest& request,

@@ -21,7 +21,7 @@
 
 namespace flock {
 
-enum class OpKind : int64_t { kAllreduce = 1, kBroadcast = 2, kAllgather = 3 };
+enum class OpKind : int64_t { kAllreduce = 1, kBroadcast = 2, kAllgather = 3, kBarrier = 4 };
 const char* OpKindName(OpKind kind);
 
 constexpr int kSignatureMaxDims = 8;
@@ -34,6 +34,7 @@ struct OpSignature {
   int64_t reduce_op = 0;
   int64_t root = 0;
   int64_t device = 0;
+  int64_t group = 0;  // CommGroup the op runs over
   int64_t ndim = 0;
   int64_t dims[kSignatureMaxDims] = {};
   int64_t extra_dims_hash = 0;  // dims past kSignatureMaxDims
@@ -45,7 +46,7 @@ struct OpRequest {
   TensorView tensor;
   ReduceOp reduce_op = ReduceOp::kSum;
   int root = 0;
-  bool dim0_may_differ = false;  // allgather
+  CommGroup group = CommGroup::kWorld;
   Status local_status;           // rejection found on this rank before negotiating
 };
 
@@ -63,6 +64,16 @@ OpSignature MakeSignature(const OpRequest& request);
 // that is the same on every rank. `reference` is the rank others are held to.
 Status CompareSignatures(const OpRequest& request, const std::vector<OpSignature>& all,
                          int reference);
+
+// The same comparison made by a coordinator that only has the signatures: the
+// op and name come from the caller, and a rank's local rejection is reported
+// as a cancellation (the rejecting rank substitutes its own message).
+Status CompareSignatures(OpKind kind, const std::string& name, const std::vector<OpSignature>& all,
+                         int reference);
+
+// The rank the others are held to: the root for a broadcast whose root is
+// valid on rank 0, else rank 0.
+int ReferenceRank(const std::vector<OpSignature>& all);
 
 // Exchanges signatures over `group` and compares them. On success, fills
 // `all` (when non-null) with every rank's signature (allgather needs dim 0).

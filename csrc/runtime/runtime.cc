@@ -13,6 +13,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(const Config& config) {
   if (!transport.ok()) return transport.status();
   std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(transport).value()));
   FLOCK_RETURN_IF_ERROR(runtime->DiscoverMachines());
+  runtime->engine_ = std::make_unique<Engine>(*runtime->transport_, runtime->config_);
+  FLOCK_RETURN_IF_ERROR(runtime->engine_->Start());
   FLOCK_LOG(kDebug, "runtime") << "initialized: size " << runtime->size() << ", local size "
                                << runtime->machine_.local_size << ", "
                                << runtime->machine_.machine_size << " machine(s)";
@@ -22,7 +24,9 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(const Config& config) {
 Runtime::Runtime(Config config, std::unique_ptr<Transport> transport)
     : config_(std::move(config)), transport_(std::move(transport)) {}
 
-Runtime::~Runtime() = default;
+Runtime::~Runtime() {
+  if (engine_) engine_->Shutdown();
+}
 
 Status Runtime::DiscoverMachines() {
   Transport& t = *transport_;

@@ -5,13 +5,19 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/config.h"
 #include "common/status.h"
+#include "engine/engine.h"
 #include "transport/transport.h"
 
 namespace flock {
+
+namespace topology {
+class Graph;  // flock/topology/graph.h
+}  // namespace topology
 
 struct MachineLayout {
   int local_size = 1;
@@ -23,10 +29,13 @@ struct MachineLayout {
 
 class Runtime {
  public:
+  // Starts the transport and the engine thread.
   static Result<std::unique_ptr<Runtime>> Create(const Config& config);
+  // Shuts the engine down (collective: returns once every rank has shut down).
   ~Runtime();
 
   Transport& transport() { return *transport_; }
+  Engine& engine() { return *engine_; }
   const Config& config() const { return config_; }
   const MachineLayout& machine() const { return machine_; }
   int rank() const { return transport_->rank(CommGroup::kWorld); }
@@ -35,14 +44,40 @@ class Runtime {
   // A deterministic name for an unnamed request: "<op>.<n>" for the n-th of that op.
   std::string AutoName(const std::string& op);
 
+  // The rank topology (set_topology: nodes are ranks) and the machine topology
+  // (set_machine_topology: nodes are machines); null until set. The Python
+  // layer checks a graph and that every rank agrees on it before storing it.
+  // A stored graph is never modified: a reader (e.g. a neighbor op) keeps the
+  // snapshot it took even if a new topology is set meanwhile.
+  std::shared_ptr<const topology::Graph> topology() const {
+    std::lock_guard<std::mutex> lock(topology_mutex_);
+    return topology_;
+  }
+  void set_topology(std::shared_ptr<const topology::Graph> graph) {
+    std::lock_guard<std::mutex> lock(topology_mutex_);
+    topology_ = std::move(graph);
+  }
+  std::shared_ptr<const topology::Graph> machine_topology() const {
+    std::lock_guard<std::mutex> lock(topology_mutex_);
+    return machine_topology_;
+  }
+  void set_machine_topology(std::shared_ptr<const topology::Graph> graph) {
+    std::lock_guard<std::mutex> lock(topology_mutex_);
+    machine_topology_ = std::move(graph);
+  }
+
  private:
   Runtime(Config config, std::unique_ptr<Transport> transport);
   Status DiscoverMachines();
 
   Config config_;
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Engine> engine_;  // declared after the transport: stopped before it
   MachineLayout machine_;
   std::map<std::string, long long> auto_name_counters_;
+  mutable std::mutex topology_mutex_;
+  std::shared_ptr<const topology::Graph> topology_;
+  std::shared_ptr<const topology::Graph> machine_topology_;
 };
 
 }  // namespace flock

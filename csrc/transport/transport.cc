@@ -7,6 +7,7 @@ const char* CommGroupName(CommGroup group) {
     case CommGroup::kWorld: return "world";
     case CommGroup::kLocal: return "local";
     case CommGroup::kCross: return "cross";
+    case CommGroup::kControl: return "control";
   }
   return "?";
 }

@@ -16,7 +16,10 @@
 
 namespace flock {
 
-enum class CommGroup : uint8_t { kWorld = 0, kLocal, kCross };
+// kControl is the world again, on a communicator of its own for the engine's
+// negotiation messages, so they never meet data traffic.
+enum class CommGroup : uint8_t { kWorld = 0, kLocal, kCross, kControl };
+constexpr int kNumCommGroups = 4;
 
 const char* CommGroupName(CommGroup group);
 
@@ -47,6 +50,17 @@ class Transport {
 
   virtual Status Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) = 0;
   virtual Status Recv(void* buffer, int64_t bytes, int source, int tag, CommGroup group) = 0;
+
+  // Control messages: PostSend returns at once and keeps the bytes until they
+  // are delivered (progressed by ProgressSends and TryReceive). Messages from
+  // one source with one tag arrive in the order they were posted.
+  virtual Status PostSend(std::vector<char> bytes, int dest, int tag, CommGroup group) = 0;
+  // Receives one waiting message (source -1 = any) if there is one: returns
+  // true and fills *from and *bytes; false when nothing is waiting.
+  virtual Result<bool> TryReceive(int source, int tag, CommGroup group, int* from,
+                                  std::vector<char>* bytes) = 0;
+  // Completes what it can of the posted sends; true when none is left.
+  virtual Result<bool> ProgressSends() = 0;
 
   // Ends every process of the job with `code` (used when a rank fails for good).
   virtual void Abort(int code) = 0;

@@ -12,6 +12,8 @@ from flock.basics import (init, is_homogeneous, is_initialized, local_rank,  # n
                           local_size, machine_rank, machine_size, mpi_threads_supported,
                           nccl_built, rank, shutdown, size)
 from flock.reduce_op import Average, Max, Min, Product, ReduceOp, Sum  # noqa: F401
+from flock._topology_exports import *  # noqa: F401,F403  (set_topology, ExponentialGraph, ...)
+from flock.timeline import timeline_start, timeline_stop  # noqa: F401
 from flock._core_loader import core as _core
 
 __version__ = _core.__version__

@@ -1,14 +1,22 @@
 """The global collectives written once for any array library.
 
 A framework module (flock.torch, flock.numpy) supplies an *adapter* that knows
-how to make contiguous copies, allocate outputs and export DLPack capsules;
-these functions do the rest. When this rank cannot even hand its input over
-(wrong type, unsupported layout), it still tells the core, which cancels the
-op on every rank instead of leaving the others waiting.
+how to make contiguous copies, allocate outputs and export/import DLPack; these
+functions do the rest. Every op is asynchronous underneath: the ``*_nonblocking``
+functions return an integer handle, ``synchronize(handle)`` waits for it and
+returns the result, and the blocking functions are the two in a row.
+
+When this rank cannot even hand its input over (wrong type, unsupported
+layout), it still submits the request with the reason attached, so the op
+fails on every rank instead of leaving the others waiting.
 """
 
 from flock._core_loader import core
 from flock.reduce_op import resolve_reduce_op
+
+# handle -> function that turns the finished op into the caller's result. It
+# also holds the Python objects involved until the handle is synchronized.
+_finishers = {}
 
 
 class _Exported:
@@ -26,61 +34,84 @@ class _Exported:
             self.error = "cannot use {!r} as a tensor: {}".format(type(tensor).__name__, error)
 
 
-def _export_output(adapter, tensor):
-    capsule, _ = adapter.export(tensor)
-    return capsule
+def _register(handle, finisher):
+    _finishers[handle] = finisher
+    return handle
 
 
-def allreduce(adapter, tensor, average=None, name=None, op=None, is_hierarchical_local=False,
-              inplace=False):
+def synchronize(handle):
+    """Waits for the op of ``handle`` and returns its result (raises its error)."""
+    try:
+        gathered = core.wait(handle)
+    except KeyboardInterrupt:
+        raise  # the op is still running: synchronize(handle) may be called again
+    except BaseException:
+        _finishers.pop(handle, None)
+        raise
+    finisher = _finishers.pop(handle, None)
+    return finisher(gathered) if finisher is not None else None
+
+
+def poll(handle):
+    """True when the op of ``handle`` has finished; synchronize() then returns at once."""
+    return core.poll(handle)
+
+
+def allreduce_nonblocking(adapter, tensor, average=None, name=None, op=None,
+                          is_hierarchical_local=False, inplace=False):
     reduce_op = resolve_reduce_op(average, op)
     src = _Exported(adapter, tensor)
     if src.error is not None:
-        core.allreduce(None, None, reduce_op, name, is_hierarchical_local, local_error=src.error)
+        handle = core.enqueue_allreduce(None, None, reduce_op, name, is_hierarchical_local,
+                                        local_error=src.error)
+        return _register(handle, lambda _: None)
     # In place on a contiguous tensor writes straight into it; otherwise into a new buffer.
     out = src.tensor if inplace else adapter.empty_like(src.tensor)
-    out_capsule = None if out is src.tensor else _export_output(adapter, out)  # None: in place
-    core.allreduce(src.capsule, out_capsule, reduce_op, name, is_hierarchical_local, src.override)
-    if not inplace:
-        return out
-    if not adapter.same_memory(out, tensor):
-        adapter.copy_into(tensor, out)  # the input was not contiguous: copy the result back
-    return tensor
+    out_capsule = None if out is src.tensor else adapter.export(out)[0]  # None: in place
+    handle = core.enqueue_allreduce(src.capsule, out_capsule, reduce_op, name,
+                                    is_hierarchical_local, src.override)
+    return _register(handle, lambda _: _deliver(adapter, tensor, out, inplace))
 
 
-def broadcast(adapter, tensor, root_rank, name=None, inplace=False):
-    if not isinstance(root_rank, int) or isinstance(root_rank, bool):
-        root_rank = _as_rank(root_rank)
+def broadcast_nonblocking(adapter, tensor, root_rank, name=None, inplace=False):
+    root_rank = _as_rank(root_rank)
     src = _Exported(adapter, tensor)
     if src.error is not None:
-        core.broadcast(None, root_rank, name, local_error=src.error)
+        handle = core.enqueue_broadcast(None, root_rank, name, local_error=src.error)
+        return _register(handle, lambda _: None)
     work = src.tensor
     if not inplace and adapter.same_memory(work, tensor):
         work = adapter.copy(tensor)  # never modify the caller's tensor
         src.capsule, src.override = adapter.export(work)
-    core.broadcast(src.capsule, root_rank, name, src.override)
+    handle = core.enqueue_broadcast(src.capsule, root_rank, name, src.override)
+    return _register(handle, lambda _: _deliver(adapter, tensor, work, inplace))
+
+
+def allgather_nonblocking(adapter, tensor, name=None):
+    src = _Exported(adapter, tensor)
+    if src.error is not None:
+        handle = core.enqueue_allgather(None, name, local_error=src.error)
+        return _register(handle, lambda _: None)
+    handle = core.enqueue_allgather(src.capsule, name, src.override)
+    return _register(handle, lambda capsule: adapter.import_capsule(capsule, like=src.tensor))
+
+
+def barrier():
+    synchronize(core.enqueue_barrier())
+
+
+def _deliver(adapter, tensor, result, inplace):
+    """The caller's view of a finished op: the new tensor, or ``tensor`` updated."""
     if not inplace:
-        return work
-    if not adapter.same_memory(work, tensor):
-        adapter.copy_into(tensor, work)
+        return result
+    if not adapter.same_memory(result, tensor):
+        adapter.copy_into(tensor, result)  # the input was not contiguous: copy the result back
     return tensor
 
 
-def allgather(adapter, tensor, name=None):
-    src = _Exported(adapter, tensor)
-    if src.error is not None:
-        core.allgather(None, lambda shape: None, name, local_error=src.error)
-    result = []
-
-    def allocate(shape):
-        result.append(adapter.empty(shape, like=src.tensor))
-        return _export_output(adapter, result[0])
-
-    core.allgather(src.capsule, allocate, name, src.override)
-    return result[0]
-
-
 def _as_rank(value):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
     try:
         return int(value)
     except (TypeError, ValueError):

@@ -19,14 +19,23 @@ _original_sys_exit = None
 _requested_exit_status = 0
 
 
-def init():
-    """Initializes flock on this rank; call it once on every rank before any op."""
+def init(topology_fn=None, is_weighted=False):
+    """Initializes flock on this rank; call it once on every rank before any op.
+
+    Then sets the topology (collective): ``topology_fn(size())`` when given, else
+    ``ExponentialGraph(size())``, with ``is_weighted`` as in ``set_topology``. A
+    second ``init()`` keeps the current topology unless ``topology_fn`` is given.
+    """
     global _atexit_registered
+    was_initialized = core.is_initialized()
     core.init()
     if not _atexit_registered:
         atexit.register(_at_exit)
         _atexit_registered = True
     _install_failure_hooks()
+    if not was_initialized or topology_fn is not None:
+        from flock import _topology_runtime
+        _topology_runtime.set_initial_topology(topology_fn, is_weighted)
 
 
 def shutdown():

@@ -21,7 +21,7 @@ def main():
     rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
     size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
     os.makedirs(out_dir, exist_ok=True)
-    args = ["-p", "no:cacheprovider", "--timeout=300", "--color=no", "-o", "junit_suite_name=np{}".format(size)] + args
+    args = ["-p", "no:cacheprovider", "--timeout=120", "--color=no", "-o", "junit_suite_name=np{}".format(size)] + args
     if rank == 0:
         code = pytest.main(args + ["--junitxml", os.path.join(out_dir, "junit-np{}.xml".format(size))])
     else:

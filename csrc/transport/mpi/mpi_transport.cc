@@ -69,7 +69,9 @@ Status MpiTransport::Init(int local_size_override) {
   MPI_Comm& cross = comms_[static_cast<int>(CommGroup::kCross)];
   FLOCK_MPI_CHECK(MPI_Comm_split(world, local_rank, world_rank, &cross));
 
-  for (int g = 0; g < 3; ++g) {
+  FLOCK_MPI_CHECK(MPI_Comm_dup(world, &comms_[static_cast<int>(CommGroup::kControl)]));
+
+  for (int g = 0; g < kNumCommGroups; ++g) {
     FLOCK_MPI_CHECK(MPI_Comm_set_errhandler(comms_[g], MPI_ERRORS_RETURN));
     MPI_Comm_rank(comms_[g], &ranks_[g]);
     MPI_Comm_size(comms_[g], &sizes_[g]);
@@ -83,6 +85,11 @@ MpiTransport::~MpiTransport() {
   MPI_Finalized(&finalized);
   types_.Free();
   if (finalized) return;
+  for (PostedSend& send : posted_sends_) {
+    // Undelivered control messages at teardown are abandoned, not waited for.
+    MPI_Cancel(&send.request);
+    MPI_Request_free(&send.request);
+  }
   for (MPI_Comm& c : comms_) {
     if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
   }
@@ -167,6 +174,40 @@ Status MpiTransport::Recv(void* buffer, int64_t bytes, int source, int tag, Comm
   FLOCK_MPI_CHECK(MPI_Recv(buffer, static_cast<int>(bytes), MPI_BYTE, source, tag, comm(group),
                            MPI_STATUS_IGNORE));
   return Status::OK();
+}
+
+Status MpiTransport::PostSend(std::vector<char> bytes, int dest, int tag, CommGroup group) {
+  FLOCK_RETURN_IF_ERROR(CheckCount(static_cast<int64_t>(bytes.size()), "control message"));
+  posted_sends_.push_back(PostedSend{MPI_REQUEST_NULL, std::move(bytes)});
+  PostedSend& send = posted_sends_.back();
+  FLOCK_MPI_CHECK(MPI_Isend(send.bytes.data(), static_cast<int>(send.bytes.size()), MPI_BYTE, dest,
+                            tag, comm(group), &send.request));
+  return Status::OK();
+}
+
+Result<bool> MpiTransport::TryReceive(int source, int tag, CommGroup group, int* from,
+                                      std::vector<char>* bytes) {
+  int flag = 0;
+  MPI_Status status;
+  FLOCK_MPI_CHECK(
+      MPI_Iprobe(source < 0 ? MPI_ANY_SOURCE : source, tag, comm(group), &flag, &status));
+  if (!flag) return false;
+  int count = 0;
+  FLOCK_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
+  bytes->resize(static_cast<size_t>(count));
+  FLOCK_MPI_CHECK(MPI_Recv(bytes->data(), count, MPI_BYTE, status.MPI_SOURCE, tag, comm(group),
+                           MPI_STATUS_IGNORE));
+  *from = status.MPI_SOURCE;
+  return true;
+}
+
+Result<bool> MpiTransport::ProgressSends() {
+  for (auto it = posted_sends_.begin(); it != posted_sends_.end();) {
+    int done = 0;
+    FLOCK_MPI_CHECK(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE));
+    it = done ? posted_sends_.erase(it) : std::next(it);
+  }
+  return posted_sends_.empty();
 }
 
 void MpiTransport::Abort(int code) {

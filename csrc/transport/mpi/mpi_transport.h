@@ -10,7 +10,9 @@
 
 #include <mpi.h>
 
+#include <list>
 #include <memory>
+#include <vector>
 
 #include "transport/mpi/mpi_types.h"
 #include "transport/transport.h"
@@ -35,6 +37,10 @@ class MpiTransport final : public Transport {
   Status Barrier(CommGroup group) override;
   Status Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) override;
   Status Recv(void* buffer, int64_t bytes, int source, int tag, CommGroup group) override;
+  Status PostSend(std::vector<char> bytes, int dest, int tag, CommGroup group) override;
+  Result<bool> TryReceive(int source, int tag, CommGroup group, int* from,
+                          std::vector<char>* bytes) override;
+  Result<bool> ProgressSends() override;
   void Abort(int code) override;
   bool threads_supported() const override { return thread_level_ == MPI_THREAD_MULTIPLE; }
 
@@ -46,9 +52,15 @@ class MpiTransport final : public Transport {
   Status Init(int local_size_override);
   MPI_Comm comm(CommGroup group) const;
 
-  MPI_Comm comms_[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
-  int ranks_[3] = {0, 0, 0};
-  int sizes_[3] = {1, 1, 1};
+  struct PostedSend {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<char> bytes;
+  };
+
+  MPI_Comm comms_[kNumCommGroups] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
+  int ranks_[kNumCommGroups] = {0, 0, 0, 0};
+  int sizes_[kNumCommGroups] = {1, 1, 1, 1};
+  std::list<PostedSend> posted_sends_;  // a list: MPI holds pointers into each buffer
   int thread_level_ = MPI_THREAD_SINGLE;
   MpiTypes types_;
 };

@@ -45,3 +45,9 @@ def copy_into(destination, source):
 def same_memory(a, b):
     """True when ``a`` is ``b`` or a detached alias of it (same storage, same layout)."""
     return a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.shape == b.shape
+
+
+def import_capsule(capsule, like):
+    """The engine's output tensor (zero copy), with ``like``'s dtype."""
+    tensor = _dlpack.from_dlpack(capsule)
+    return tensor.view(torch.bool) if like.dtype == torch.bool else tensor

@@ -12,6 +12,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(config.value().log_level, LogLevel::kWarning);
   EXPECT_EQ(config.value().fusion_threshold_bytes, 64 << 20);
+  EXPECT_EQ(config.value().cycle_time_ms, 5.0);
   EXPECT_EQ(config.value().stall_warning_s, 60.0);
   EXPECT_EQ(config.value().stall_shutdown_s, 0.0);
   EXPECT_EQ(config.value().local_size_override, 0);

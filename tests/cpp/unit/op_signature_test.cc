@@ -57,7 +57,6 @@ TEST(OpSignature, EachFieldIsNamedWithTheRanksThatDiffer) {
 TEST(OpSignature, AllgatherIgnoresOnlyDimZero) {
   OpRequest a = Request(DataType::kInt32, {3, 2});
   a.kind = OpKind::kAllgather;
-  a.dim0_may_differ = true;
   OpRequest b = a;
   b.tensor.shape = {7, 2};
   EXPECT_TRUE(CompareSignatures(a, {MakeSignature(a), MakeSignature(b)}, 0).ok());

@@ -43,7 +43,7 @@ def test_cuda_tensor_is_refused_with_the_remedy():
 
         flock.init()
         try:
-            _core.allreduce(capsule, None, flock.Sum, "on.gpu")
+            _core.wait(_core.enqueue_allreduce(capsule, None, flock.Sum, "on.gpu"))
         except flock.FlockUnsupportedError as error:
             print(error)
     """)

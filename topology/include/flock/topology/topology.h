@@ -3,6 +3,7 @@
 //   graph.h                   Graph: weighted directed graph, W[i][j] = i -> j
 //   generators.h              Bluefog's static generators (ExponentialGraph, ...)
 //   analysis.h                stochasticity, connectivity, spectral gap, weights
+//   consensus.h               average consensus simulated in-process
 //   schedule.h                DynamicSchedule interface, uniform step weights
 //   one_peer.h                DynamicOnePeer (GetDynamicOnePeerSendRecvRanks)
 //   hierarchical_schedules.h  machine-level and inner/outer dynamic schedules
@@ -11,6 +12,7 @@
 #pragma once
 
 #include "flock/topology/analysis.h"
+#include "flock/topology/consensus.h"
 #include "flock/topology/errors.h"
 #include "flock/topology/generators.h"
 #include "flock/topology/graph.h"

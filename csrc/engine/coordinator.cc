@@ -1,0 +1,161 @@
+#include "engine/coordinator.h"
+
+#include "engine/fusion_planner.h"
+
+namespace flock {
+
+Coordinator::Coordinator(int size, int64_t fusion_threshold_bytes)
+    : size_(size), threshold_(fusion_threshold_bytes), shut_down_(static_cast<size_t>(size)) {}
+
+Status Coordinator::AddReady(int rank, const std::vector<ReadyEntry>& entries,
+                             Clock::time_point now) {
+  for (const ReadyEntry& entry : entries) {
+    const OpSignature* signature = &entry.signature;
+    if (entry.cache_id >= 0) {
+      signature = cache_.Find(entry.cache_id);
+      if (signature == nullptr) {
+        return Status::Internal("rank " + std::to_string(rank) + " named unknown cache id " +
+                                std::to_string(entry.cache_id) + " for '" + entry.name + "'");
+      }
+    }
+    if (shut_down_count_ > 0) {
+      Response failed =
+          MakeResponse(ResponseType::kError, static_cast<OpKind>(signature->kind), {entry.name});
+      failed.error = shutdown_reason_;
+      failed.code = StatusCode::kAborted;
+      errors_.push_back(std::move(failed));
+      continue;
+    }
+    Announce(rank, entry.name, *signature, now);
+  }
+  return Status::OK();
+}
+
+void Coordinator::Announce(int rank, const std::string& name, const OpSignature& signature,
+                           Clock::time_point now) {
+  auto [it, inserted] = pending_.try_emplace(name);
+  Pending& p = it->second;
+  if (inserted) {
+    p.signatures.resize(static_cast<size_t>(size_));
+    p.first_seen = now;
+  }
+  if (!p.signatures[static_cast<size_t>(rank)]) ++p.count;
+  p.signatures[static_cast<size_t>(rank)] = signature;
+  if (p.count < size_) return;
+  Pending done = std::move(p);
+  pending_.erase(it);
+  Complete(name, std::move(done));
+}
+
+void Coordinator::Complete(const std::string& name, Pending pending) {
+  std::vector<OpSignature> all;
+  for (auto& s : pending.signatures) all.push_back(*s);
+  const auto kind = static_cast<OpKind>(all.front().kind);
+  Status agreed = CompareSignatures(kind, name, all, ReferenceRank(all));
+  if (!agreed.ok()) {
+    Response failed = MakeResponse(ResponseType::kError, kind, {name});
+    failed.error = agreed.message();
+    failed.code = agreed.code();
+    errors_.push_back(std::move(failed));
+    return;
+  }
+  std::vector<int64_t> first_dims;
+  if (kind == OpKind::kAllgather) {
+    for (const OpSignature& s : all) first_dims.push_back(s.dims[0]);
+  }
+  completed_names_.push_back(name);
+  completed_signatures_.push_back(all.front());
+  completed_first_dims_.push_back(std::move(first_dims));
+}
+
+std::vector<Response> Coordinator::TakeResponses() {
+  // Executions first: a shutdown notice decided in the same round must not
+  // fail names every rank has already agreed to run.
+  std::vector<Response> out;
+  std::vector<FusionCandidate> candidates;
+  for (const OpSignature& s : completed_signatures_) candidates.push_back(CandidateFrom(s));
+  for (const std::vector<size_t>& batch : PlanFusion(candidates, threshold_)) {
+    Response execute = MakeResponse(ResponseType::kExecute,
+                                    static_cast<OpKind>(completed_signatures_[batch.front()].kind));
+    for (size_t i : batch) {
+      execute.names.push_back(completed_names_[i]);
+      // Allgather signatures differ in dim 0 between ranks, so they are never cached.
+      const bool cacheable = execute.kind != OpKind::kAllgather;
+      execute.cache_ids.push_back(
+          cacheable ? cache_.Assign(completed_names_[i], completed_signatures_[i]) : -1);
+      const auto& dims = completed_first_dims_[i];
+      execute.first_dims.insert(execute.first_dims.end(), dims.begin(), dims.end());
+    }
+    out.push_back(std::move(execute));
+  }
+  completed_names_.clear();
+  completed_signatures_.clear();
+  completed_first_dims_.clear();
+  for (Response& error : errors_) out.push_back(std::move(error));
+  errors_.clear();
+  if (final_due_ && !final_sent_) {
+    out.push_back(MakeResponse(ResponseType::kFinal));
+    final_sent_ = true;
+  }
+  return out;
+}
+
+void Coordinator::AddShutdown(int rank) {
+  if (shut_down_[static_cast<size_t>(rank)]) return;
+  shut_down_[static_cast<size_t>(rank)] = true;
+  if (shut_down_count_++ == 0) {
+    shutdown_reason_ = "flock was shut down on rank " + std::to_string(rank) +
+                       "; collective ops can no longer complete";
+    Response notice = MakeResponse(ResponseType::kShuttingDown);
+    notice.error = shutdown_reason_;
+    errors_.push_back(std::move(notice));
+    FailEverythingPending(shutdown_reason_);
+  }
+  if (shut_down_count_ == size_) final_due_ = true;
+}
+
+void Coordinator::FailEverythingPending(const std::string& reason) {
+  for (auto& [name, p] : pending_) {
+    Response failed = MakeResponse(ResponseType::kError, OpKind::kAllreduce, {name});
+    for (auto& s : p.signatures) {
+      if (s) failed.kind = static_cast<OpKind>(s->kind);
+    }
+    failed.error = reason;
+    failed.code = StatusCode::kAborted;
+    errors_.push_back(std::move(failed));
+  }
+  pending_.clear();
+}
+
+std::vector<Stall> Coordinator::FindStalls(Clock::time_point now, double seconds) const {
+  std::vector<Stall> stalls;
+  for (const auto& [name, p] : pending_) {
+    const double age = std::chrono::duration<double>(now - p.first_seen).count();
+    if (age < seconds) continue;
+    Stall stall;
+    stall.name = name;
+    stall.seconds = age;
+    for (int r = 0; r < size_; ++r) {
+      (p.signatures[static_cast<size_t>(r)] ? stall.ready_ranks : stall.missing_ranks).push_back(r);
+    }
+    stalls.push_back(std::move(stall));
+  }
+  return stalls;
+}
+
+void Coordinator::FailStalled(const std::vector<Stall>& stalls, const std::string& reason) {
+  for (const Stall& stall : stalls) {
+    auto it = pending_.find(stall.name);
+    if (it == pending_.end()) continue;
+    Response failed = MakeResponse(ResponseType::kError, OpKind::kAllreduce, {stall.name});
+    for (auto& s : it->second.signatures) {
+      if (s) failed.kind = static_cast<OpKind>(s->kind);
+    }
+    failed.error = reason;
+    failed.code = StatusCode::kAborted;
+    errors_.push_back(std::move(failed));
+    pending_.erase(it);
+  }
+}
+
+}  // namespace flock

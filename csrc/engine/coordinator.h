@@ -1,0 +1,83 @@
+// Coordinator (pure state machine, run by rank 0's engine thread): collects
+// which ranks have announced which names and decides, identically for every
+// rank, what to execute and in which order.
+//
+// Vocabulary: an *announcement* is a ReadyEntry from one rank; a name is
+// *complete* when every rank has announced it. A complete name whose
+// signatures agree becomes a fusion candidate; one whose signatures disagree
+// becomes an error response naming the field and the ranks. Shutdown: the
+// first rank to shut down makes every pending and later name fail; when all
+// ranks have shut down the coordinator emits the final response.
+// The coordinator never touches tensors or the transport, so it is tested
+// without MPI.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/response_cache.h"
+#include "engine/wire.h"
+
+namespace flock {
+
+using Clock = std::chrono::steady_clock;
+
+// A name some ranks announced and others did not, for too long.
+struct Stall {
+  std::string name;
+  double seconds = 0;
+  std::vector<int> ready_ranks;
+  std::vector<int> missing_ranks;
+};
+
+class Coordinator {
+ public:
+  Coordinator(int size, int64_t fusion_threshold_bytes);
+
+  // Records rank's announcements; an unknown cache id is an error (a bug).
+  Status AddReady(int rank, const std::vector<ReadyEntry>& entries, Clock::time_point now);
+  void AddShutdown(int rank);
+
+  // The responses decided since the last call, in execution order.
+  std::vector<Response> TakeResponses();
+
+  // Names pending longer than `seconds`.
+  std::vector<Stall> FindStalls(Clock::time_point now, double seconds) const;
+  // Fails the given stalled names on every rank with `reason`.
+  void FailStalled(const std::vector<Stall>& stalls, const std::string& reason);
+
+  size_t pending_names() const { return pending_.size(); }
+  bool finished() const { return final_sent_; }
+
+ private:
+  struct Pending {
+    std::vector<std::optional<OpSignature>> signatures;  // per rank
+    int count = 0;
+    Clock::time_point first_seen;
+  };
+
+  void Announce(int rank, const std::string& name, const OpSignature& signature,
+                Clock::time_point now);
+  void Complete(const std::string& name, Pending pending);
+  void FailEverythingPending(const std::string& reason);
+
+  int size_;
+  int64_t threshold_;
+  ResponseCache cache_;
+  std::map<std::string, Pending> pending_;
+  std::vector<std::string> completed_names_;  // agreed, awaiting a fusion plan
+  std::vector<OpSignature> completed_signatures_;
+  std::vector<std::vector<int64_t>> completed_first_dims_;
+  std::vector<Response> errors_;
+  std::vector<bool> shut_down_;
+  int shut_down_count_ = 0;
+  std::string shutdown_reason_;
+  bool final_sent_ = false;
+  bool final_due_ = false;
+};
+
+}  // namespace flock

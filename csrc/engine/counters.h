@@ -1,0 +1,39 @@
+// Engine counters, readable at any time from any thread (tests, benchmarks).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace flock {
+
+struct EngineCounters {
+  std::atomic<int64_t> requests{0};           // submitted requests
+  std::atomic<int64_t> ready_messages{0};     // announcement messages sent to the coordinator
+  std::atomic<int64_t> ready_entries{0};      // names announced
+  std::atomic<int64_t> cache_hits{0};         // names announced by cache id only
+  std::atomic<int64_t> response_messages{0};  // response batches received (or made, on rank 0)
+  std::atomic<int64_t> batches{0};            // data calls executed (a fused batch is one)
+  std::atomic<int64_t> fused_batches{0};      // batches of more than one tensor
+  std::atomic<int64_t> fused_tensors{0};      // tensors that travelled in such batches
+  std::atomic<int64_t> bytes{0};              // tensor bytes communicated by this rank
+  std::atomic<int64_t> control_bytes{0};      // negotiation bytes sent by this rank
+  std::atomic<int64_t> errors{0};             // requests that failed
+
+  std::map<std::string, int64_t> Snapshot() const {
+    return {{"requests", requests},
+            {"ready_messages", ready_messages},
+            {"ready_entries", ready_entries},
+            {"cache_hits", cache_hits},
+            {"response_messages", response_messages},
+            {"batches", batches},
+            {"fused_batches", fused_batches},
+            {"fused_tensors", fused_tensors},
+            {"bytes", bytes},
+            {"control_bytes", control_bytes},
+            {"errors", errors}};
+  }
+};
+
+}  // namespace flock

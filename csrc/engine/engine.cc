@@ -1,0 +1,307 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+#include "engine/wire.h"
+
+namespace flock {
+namespace {
+
+constexpr int kReadyTag = 1;
+constexpr int kResponseTag = 2;
+constexpr int kShutdownTag = 3;
+constexpr double kMinSleepUs = 10;
+constexpr double kMaxSleepUs = 1000;
+
+}  // namespace
+
+Engine::Engine(Transport& transport, const Config& config)
+    : transport_(transport),
+      config_(config),
+      rank_(transport.rank(CommGroup::kControl)),
+      size_(transport.size(CommGroup::kControl)) {
+  if (rank_ == 0)
+    coordinator_ = std::make_unique<Coordinator>(size_, config.fusion_threshold_bytes);
+  handles_.SetWaitListener([this] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    flush_requested_ = true;
+    wake_.notify_one();
+  });
+}
+
+Engine::~Engine() {
+  Shutdown();
+}
+
+Status Engine::Start() {
+  if (!config_.timeline_path.empty()) {
+    FLOCK_RETURN_IF_ERROR(timeline_.Start(config_.timeline_path, rank_));
+  }
+  last_stall_check_ = Clock::now();
+  thread_ = std::thread([this] { Run(); });
+  return Status::OK();
+}
+
+void Engine::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_requested_ = true;
+    wake_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+  timeline_.Stop();
+}
+
+Result<HandleId> Engine::Submit(OpRequest op, TensorView output, std::shared_ptr<void> keep_alive) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!accepting_) return Status::Aborted(refusal_);
+  if (!names_in_flight_.insert(op.name).second) {
+    return Status::InvalidArgument(std::string(OpKindName(op.kind)) + " '" + op.name +
+                                   "': a request with this name is still in flight on this rank; "
+                                   "synchronize it first or use another name");
+  }
+  PendingRequest request;
+  request.handle = handles_.Create(std::move(keep_alive));
+  request.op = std::move(op);
+  request.output = output;
+  request.submitted = Clock::now();
+  const HandleId handle = request.handle;
+  queue_.push_back(std::move(request));
+  ++counters_.requests;
+  wake_.notify_one();
+  return handle;
+}
+
+void Engine::Run() {
+  while (!finished_) Idle(Step());
+  // Deliver what is still posted (e.g. the last responses) before the
+  // transport may be torn down.
+  for (int i = 0; i < 100000; ++i) {
+    auto done = transport_.ProgressSends();
+    if (!done.ok() || done.value()) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+bool Engine::Step() {
+  bool did_work = DrainQueue();
+  did_work |= SendReady();
+  did_work |= PollControl();
+  if (rank_ == 0) CheckStalls();
+  auto progressed = transport_.ProgressSends();
+  if (!progressed.ok()) FLOCK_LOG(kError, "engine") << progressed.status().ToString();
+  return did_work;
+}
+
+bool Engine::DrainQueue() {
+  std::vector<PendingRequest> arrived;
+  bool stop = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    arrived.swap(queue_);
+    stop = stop_requested_;
+  }
+  for (PendingRequest& request : arrived) {
+    const std::string& name = request.op.name;
+    timeline_.Begin(name, OpKindName(request.op.kind), request.submitted);
+    timeline_.Begin(name, "QUEUED", request.submitted);
+    timeline_.End(name);
+    if (!shutting_down_reason_.empty()) {
+      Finish(request, Status::Aborted(shutting_down_reason_), nullptr);
+      continue;
+    }
+    timeline_.Begin(name, "NEGOTIATING");
+    ReadyEntry entry{name, -1, MakeSignature(request.op)};
+    if (request.op.kind != OpKind::kAllgather)
+      entry.cache_id = cache_.Lookup(name, entry.signature);
+    if (unsent_.empty()) first_unsent_ = Clock::now();
+    unsent_.push_back(std::move(entry));
+    pending_.emplace(name, std::move(request));
+  }
+  if (stop && !shutdown_announced_) {
+    shutdown_announced_ = true;
+    if (rank_ == 0) {
+      coordinator_->AddShutdown(0);
+    } else {
+      Status s = transport_.PostSend({}, 0, kShutdownTag, CommGroup::kControl);
+      if (!s.ok()) FLOCK_LOG(kError, "engine") << s.ToString();
+    }
+    return true;
+  }
+  return !arrived.empty();
+}
+
+bool Engine::SendReady() {
+  if (unsent_.empty()) return false;
+  bool flush = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    flush = flush_requested_ || stop_requested_;
+  }
+  const double waited_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - first_unsent_).count();
+  if (!flush && waited_ms < config_.cycle_time_ms) return false;  // gather more for fusion
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    flush_requested_ = false;
+  }
+  ++counters_.ready_messages;
+  counters_.ready_entries += static_cast<int64_t>(unsent_.size());
+  for (const ReadyEntry& e : unsent_) counters_.cache_hits += e.cache_id >= 0 ? 1 : 0;
+  if (rank_ == 0) {
+    Status s = coordinator_->AddReady(0, unsent_, Clock::now());
+    if (!s.ok()) FLOCK_LOG(kError, "engine") << s.ToString();
+  } else {
+    std::vector<char> bytes = EncodeReady(unsent_);
+    counters_.control_bytes += static_cast<int64_t>(bytes.size());
+    Status s = transport_.PostSend(std::move(bytes), 0, kReadyTag, CommGroup::kControl);
+    if (!s.ok()) FLOCK_LOG(kError, "engine") << s.ToString();
+  }
+  unsent_.clear();
+  return true;
+}
+
+bool Engine::PollControl() {
+  bool did_work = false;
+  int from = 0;
+  std::vector<char> bytes;
+  if (rank_ == 0) {
+    while (true) {
+      auto got = transport_.TryReceive(-1, kReadyTag, CommGroup::kControl, &from, &bytes);
+      if (!got.ok() || !got.value()) break;
+      auto entries = DecodeReady(bytes);
+      Status s = entries.ok() ? coordinator_->AddReady(from, entries.value(), Clock::now())
+                              : entries.status();
+      if (!s.ok()) FLOCK_LOG(kError, "engine") << s.ToString();
+      did_work = true;
+    }
+    while (true) {
+      auto got = transport_.TryReceive(-1, kShutdownTag, CommGroup::kControl, &from, &bytes);
+      if (!got.ok() || !got.value()) break;
+      coordinator_->AddShutdown(from);
+      did_work = true;
+    }
+    std::vector<Response> responses = coordinator_->TakeResponses();
+    if (responses.empty()) return did_work;
+    std::vector<char> encoded = EncodeResponses(responses);
+    for (int r = 1; r < size_; ++r) {
+      counters_.control_bytes += static_cast<int64_t>(encoded.size());
+      Status s = transport_.PostSend(encoded, r, kResponseTag, CommGroup::kControl);
+      if (!s.ok()) FLOCK_LOG(kError, "engine") << s.ToString();
+    }
+    Handle(responses);
+    return true;
+  }
+  while (true) {
+    auto got = transport_.TryReceive(0, kResponseTag, CommGroup::kControl, &from, &bytes);
+    if (!got.ok() || !got.value()) break;
+    auto responses = DecodeResponses(bytes);
+    if (!responses.ok()) {
+      FLOCK_LOG(kError, "engine") << responses.status().ToString();
+      continue;
+    }
+    Handle(responses.value());
+    did_work = true;
+  }
+  return did_work;
+}
+
+void Engine::CheckStalls() {
+  const auto now = Clock::now();
+  if (std::chrono::duration<double>(now - last_stall_check_).count() < 1.0) return;
+  last_stall_check_ = now;
+  std::vector<Stall> stalls = coordinator_->FindStalls(now, config_.stall_warning_s);
+  for (const Stall& stall : stalls) {
+    std::string ready, missing;
+    for (int r : stall.ready_ranks) ready += (ready.empty() ? "" : ", ") + std::to_string(r);
+    for (int r : stall.missing_ranks) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    FLOCK_LOG(kWarning, "stall") << "'" << stall.name << "' has waited "
+                                 << static_cast<int>(stall.seconds) << " s: submitted by ranks "
+                                 << ready << " but not by ranks " << missing;
+    if (config_.stall_shutdown_s > 0 && stall.seconds >= config_.stall_shutdown_s) {
+      coordinator_->FailStalled({stall}, "'" + stall.name + "' stalled for " +
+                                             std::to_string(static_cast<int>(stall.seconds)) +
+                                             " s: ranks " + missing +
+                                             " never submitted it (FLOCK_STALL_SHUTDOWN_S)");
+    }
+  }
+}
+
+void Engine::Handle(const std::vector<Response>& responses) {
+  ++counters_.response_messages;
+  for (const Response& response : responses) {
+    switch (response.type) {
+      case ResponseType::kExecute: Execute(response); break;
+      case ResponseType::kError:
+        for (const std::string& name : response.names) {
+          auto it = pending_.find(name);
+          if (it == pending_.end()) continue;  // this rank never submitted it (stall, shutdown)
+          // A rank that rejected its own input reports its own reason.
+          const Status& local = it->second.op.local_status;
+          Status status = local.ok()
+                              ? Status(response.code, response.error)
+                              : Status(local.code(), std::string(OpKindName(it->second.op.kind)) +
+                                                         " '" + name + "': " + local.message());
+          Finish(it->second, std::move(status), nullptr);
+          pending_.erase(it);
+        }
+        break;
+      case ResponseType::kShuttingDown:
+        shutting_down_reason_ = response.error;
+        FailAllPending(response.error);
+        break;
+      case ResponseType::kFinal: {
+        std::lock_guard<std::mutex> lock(mutex_);
+        accepting_ = false;
+        refusal_ = "flock has been shut down";
+        finished_ = true;
+        break;
+      }
+    }
+  }
+}
+
+void Engine::Finish(PendingRequest& request, Status status,
+                    std::shared_ptr<GatheredTensor> gathered) {
+  if (!status.ok()) ++counters_.errors;
+  timeline_.End(request.op.name);  // the op's span
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    names_in_flight_.erase(request.op.name);
+  }
+  handles_.Complete(request.handle, std::move(status), std::move(gathered));
+}
+
+void Engine::FailAllPending(const std::string& reason) {
+  for (auto& [name, request] : pending_) Finish(request, Status::Aborted(reason), nullptr);
+  pending_.clear();
+  unsent_.clear();
+}
+
+void Engine::Idle(bool did_work) {
+  if (did_work || finished_) {
+    idle_sleep_us_ = 0;
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!queue_.empty() || (stop_requested_ && !shutdown_announced_)) return;
+  const bool must_poll = size_ > 1 && (rank_ == 0 || !pending_.empty() || shutdown_announced_);
+  if (!unsent_.empty()) {
+    // Fusion window: sleep until the cycle ends or a thread starts waiting.
+    const auto deadline =
+        first_unsent_ + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
+    wake_.wait_until(lock, deadline, [this] { return flush_requested_ || !queue_.empty(); });
+    return;
+  }
+  if (!must_poll) {
+    wake_.wait(lock, [this] { return !queue_.empty() || stop_requested_; });
+    return;
+  }
+  idle_sleep_us_ = std::clamp(idle_sleep_us_ * 2, kMinSleepUs, kMaxSleepUs);
+  wake_.wait_for(lock, std::chrono::duration<double, std::micro>(idle_sleep_us_),
+                 [this] { return !queue_.empty(); });
+}
+
+}  // namespace flock

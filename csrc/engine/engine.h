@@ -1,0 +1,110 @@
+// Engine: the one thread that owns communication.
+//
+// User threads Submit a request and get a handle at once; the engine thread
+// announces ready requests to the coordinator (rank 0), receives the
+// coordinator's responses — the same sequence on every rank — and executes
+// them, fusing small allreduces into one call. Vocabulary of a request's life:
+// queued (submitted, not yet seen by the engine) -> negotiating (announced,
+// waiting for every rank) -> executing -> done (handle completed).
+//
+// Waiting without spinning: with nothing in flight a worker sleeps on a
+// condition variable until a request arrives; while it waits for a response,
+// and on the coordinator (which must hear other ranks at any time), the loop
+// polls with a back-off that doubles from 10 us up to 1 ms and starts over as
+// soon as anything happens. Fusion: announcements wait up to
+// FLOCK_CYCLE_TIME_MS for more requests, unless a thread is already waiting
+// for one of them.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "common/config.h"
+#include "engine/coordinator.h"
+#include "engine/counters.h"
+#include "engine/handle_table.h"
+#include "engine/timeline.h"
+#include "ops/op_signature.h"
+#include "transport/transport.h"
+
+namespace flock {
+
+struct PendingRequest {
+  HandleId handle = 0;
+  OpRequest op;       // kind, name, input, reduction, root, group, local rejection
+  TensorView output;  // allreduce: where the result goes (may be the input)
+  Clock::time_point submitted;
+};
+
+class Engine {
+ public:
+  Engine(Transport& transport, const Config& config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  Status Start();
+  // Completes what every rank agreed on, fails the rest, stops the thread.
+  // Returns once every rank has shut down (it is collective, like MPI_Finalize).
+  void Shutdown();
+
+  // Queues a request. A name already in flight on this rank is refused here.
+  Result<HandleId> Submit(OpRequest op, TensorView output, std::shared_ptr<void> keep_alive);
+
+  HandleTable& handles() { return handles_; }
+  Timeline& timeline() { return timeline_; }
+  const EngineCounters& counters() const { return counters_; }
+
+ private:
+  void Run();
+  bool Step();
+  bool DrainQueue();
+  bool SendReady();
+  bool PollControl();
+  void CheckStalls();
+  void Handle(const std::vector<Response>& responses);
+  void Execute(const Response& response);
+  void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered);
+  void FailAllPending(const std::string& reason);
+  void Idle(bool did_work);
+
+  Transport& transport_;
+  const Config config_;
+  const int rank_;
+  const int size_;
+  HandleTable handles_;
+  Timeline timeline_;
+  EngineCounters counters_;
+  std::thread thread_;
+
+  // Shared with user threads, under mutex_.
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<PendingRequest> queue_;
+  std::unordered_set<std::string> names_in_flight_;
+  bool stop_requested_ = false;
+  bool flush_requested_ = false;
+  bool accepting_ = true;
+  std::string refusal_;  // why Submit is refused once the engine stopped accepting
+
+  // Engine thread only.
+  std::unordered_map<std::string, PendingRequest> pending_;
+  std::vector<ReadyEntry> unsent_;
+  Clock::time_point first_unsent_;
+  ResponseCache cache_;
+  std::unique_ptr<Coordinator> coordinator_;
+  bool shutdown_announced_ = false;
+  bool finished_ = false;
+  std::string shutting_down_reason_;
+  std::vector<char> fusion_buffer_;
+  double idle_sleep_us_ = 0;
+  Clock::time_point last_stall_check_;
+};
+
+}  // namespace flock

@@ -1,0 +1,151 @@
+// Executing a response: the data movement every rank performs identically.
+//
+// Vocabulary: a *batch* is the list of local requests named by one execute
+// response. A batch of one allreduce runs straight from input to output; a
+// batch of several is packed into the fusion buffer (MEMCPY_IN_FUSION_BUFFER),
+// reduced in one call (COMMUNICATE) and unpacked (MEMCPY_OUT_FUSION_BUFFER).
+#include <cstring>
+
+#include "common/logging.h"
+#include "engine/engine.h"
+
+namespace flock {
+namespace {
+
+// Runs fn between a timeline span of `phase` on every request's row.
+template <typename Fn>
+Status Phase(Timeline& timeline, const std::vector<PendingRequest*>& batch, const char* phase,
+             Fn fn) {
+  for (PendingRequest* r : batch) timeline.Begin(r->op.name, phase);
+  Status status = fn();
+  for (PendingRequest* r : batch) timeline.End(r->op.name);
+  return status;
+}
+
+Status ScaleIfAverage(const PendingRequest& r, void* data, int64_t count, int group_size) {
+  if (r.op.reduce_op != ReduceOp::kAverage) return Status::OK();
+  return ScaleInPlace(data, count, r.op.tensor.dtype, 1.0 / group_size);
+}
+
+Status AllreduceOne(Transport& t, Timeline& timeline, PendingRequest& r) {
+  const int64_t count = r.op.tensor.num_elements();
+  return Phase(timeline, {&r}, "COMMUNICATE", [&] {
+    FLOCK_RETURN_IF_ERROR(t.Allreduce(r.op.tensor.data, r.output.data, count, r.op.tensor.dtype,
+                                      r.op.reduce_op, r.op.group));
+    return ScaleIfAverage(r, r.output.data, count, t.size(r.op.group));
+  });
+}
+
+Status AllreduceFused(Transport& t, Timeline& timeline, const std::vector<PendingRequest*>& batch,
+                      std::vector<char>& buffer) {
+  int64_t total = 0;
+  for (PendingRequest* r : batch) total += r->op.tensor.size_bytes();
+  if (static_cast<int64_t>(buffer.size()) < total) buffer.resize(static_cast<size_t>(total));
+  FLOCK_RETURN_IF_ERROR(Phase(timeline, batch, "MEMCPY_IN_FUSION_BUFFER", [&] {
+    int64_t offset = 0;
+    for (PendingRequest* r : batch) {
+      std::memcpy(buffer.data() + offset, r->op.tensor.data,
+                  static_cast<size_t>(r->op.tensor.size_bytes()));
+      offset += r->op.tensor.size_bytes();
+    }
+    return Status::OK();
+  }));
+  const PendingRequest& first = *batch.front();
+  const DataType dtype = first.op.tensor.dtype;
+  const int64_t count = total / static_cast<int64_t>(DataTypeSize(dtype));
+  FLOCK_RETURN_IF_ERROR(Phase(timeline, batch, "COMMUNICATE", [&] {
+    FLOCK_RETURN_IF_ERROR(t.Allreduce(buffer.data(), buffer.data(), count, dtype,
+                                      first.op.reduce_op, first.op.group));
+    return ScaleIfAverage(first, buffer.data(), count, t.size(first.op.group));
+  }));
+  return Phase(timeline, batch, "MEMCPY_OUT_FUSION_BUFFER", [&] {
+    int64_t offset = 0;
+    for (PendingRequest* r : batch) {
+      std::memcpy(r->output.data, buffer.data() + offset,
+                  static_cast<size_t>(r->op.tensor.size_bytes()));
+      offset += r->op.tensor.size_bytes();
+    }
+    return Status::OK();
+  });
+}
+
+Result<std::shared_ptr<GatheredTensor>> Allgather(Transport& t, Timeline& timeline,
+                                                  PendingRequest& r, const int64_t* first_dims) {
+  TensorView in = r.op.tensor;
+  if (in.shape.empty()) in.shape = {1};  // a 0-d tensor gathers as one row
+  int64_t row_bytes = static_cast<int64_t>(DataTypeSize(in.dtype));
+  for (size_t d = 1; d < in.shape.size(); ++d) row_bytes *= in.shape[d];
+  auto out = std::make_shared<GatheredTensor>();
+  out->dtype = in.dtype;
+  out->shape = in.shape;
+  out->shape[0] = 0;
+  const int size = t.size(r.op.group);
+  std::vector<int64_t> recv_bytes(static_cast<size_t>(size));
+  for (int rank = 0; rank < size; ++rank) {
+    out->shape[0] += first_dims[rank];
+    recv_bytes[static_cast<size_t>(rank)] = first_dims[rank] * row_bytes;
+  }
+  out->bytes.resize(static_cast<size_t>(out->shape[0] * row_bytes));
+  FLOCK_RETURN_IF_ERROR(Phase(timeline, {&r}, "COMMUNICATE", [&] {
+    return t.Allgatherv(in.data, recv_bytes, out->bytes.data(), r.op.group);
+  }));
+  return out;
+}
+
+}  // namespace
+
+void Engine::Execute(const Response& response) {
+  std::vector<PendingRequest*> batch;
+  for (const std::string& name : response.names) {
+    auto it = pending_.find(name);
+    if (it == pending_.end()) {
+      FLOCK_LOG(kError, "engine") << "the coordinator scheduled '" << name
+                                  << "', which this rank has not submitted";
+      return;
+    }
+    timeline_.End(name);  // NEGOTIATING
+    batch.push_back(&it->second);
+  }
+  ++counters_.batches;
+  if (batch.size() > 1) {
+    ++counters_.fused_batches;
+    counters_.fused_tensors += static_cast<int64_t>(batch.size());
+  }
+  for (PendingRequest* r : batch) counters_.bytes += r->op.tensor.size_bytes();
+
+  Status status;
+  std::shared_ptr<GatheredTensor> gathered;
+  PendingRequest& first = *batch.front();
+  switch (response.kind) {
+    case OpKind::kAllreduce:
+      status = batch.size() == 1 ? AllreduceOne(transport_, timeline_, first)
+                                 : AllreduceFused(transport_, timeline_, batch, fusion_buffer_);
+      break;
+    case OpKind::kBroadcast:
+      status = Phase(timeline_, batch, "COMMUNICATE", [&] {
+        return transport_.Broadcast(first.op.tensor.data, first.op.tensor.size_bytes(),
+                                    first.op.root, first.op.group);
+      });
+      break;
+    case OpKind::kAllgather: {
+      auto result = Allgather(transport_, timeline_, first, response.first_dims.data());
+      status = result.status();
+      if (result.ok()) gathered = std::move(result).value();
+      break;
+    }
+    case OpKind::kBarrier:
+      status = Phase(timeline_, batch, "COMMUNICATE",
+                     [&] { return transport_.Barrier(first.op.group); });
+      break;
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    PendingRequest* r = batch[i];
+    if (i < response.cache_ids.size())
+      cache_.Store(response.cache_ids[i], r->op.name, MakeSignature(r->op));
+    Finish(*r, status, i == 0 ? gathered : nullptr);
+    const std::string name = r->op.name;
+    pending_.erase(name);  // invalidates r
+  }
+}
+
+}  // namespace flock

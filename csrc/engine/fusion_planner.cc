@@ -1,0 +1,49 @@
+#include "engine/fusion_planner.h"
+
+#include <map>
+#include <tuple>
+
+#include "common/data_type.h"
+
+namespace flock {
+
+FusionCandidate CandidateFrom(const OpSignature& s) {
+  FusionCandidate c;
+  c.kind = static_cast<OpKind>(s.kind);
+  c.dtype = s.dtype;
+  c.reduce_op = s.reduce_op;
+  c.group = s.group;
+  int64_t elements = 1;
+  for (int64_t d = 0; d < std::min<int64_t>(s.ndim, kSignatureMaxDims); ++d) elements *= s.dims[d];
+  c.bytes = elements * static_cast<int64_t>(DataTypeSize(static_cast<DataType>(s.dtype)));
+  return c;
+}
+
+std::vector<std::vector<size_t>> PlanFusion(const std::vector<FusionCandidate>& candidates,
+                                            int64_t threshold_bytes) {
+  using Key = std::tuple<int64_t, int64_t, int64_t>;  // dtype, reduction, group
+  std::vector<std::vector<size_t>> batches;
+  std::vector<int64_t> batch_bytes;
+  std::map<Key, size_t> open;  // key -> index of the batch still accepting tensors
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const FusionCandidate& c = candidates[i];
+    if (c.kind != OpKind::kAllreduce || c.bytes >= threshold_bytes) {
+      batches.push_back({i});  // unfusable, or as large as a whole buffer
+      batch_bytes.push_back(c.bytes);
+      continue;
+    }
+    const Key key{c.dtype, c.reduce_op, c.group};
+    auto it = open.find(key);
+    if (it != open.end() && batch_bytes[it->second] + c.bytes <= threshold_bytes) {
+      batches[it->second].push_back(i);
+      batch_bytes[it->second] += c.bytes;
+      continue;
+    }
+    open[key] = batches.size();  // start a new batch; the full one stays closed
+    batches.push_back({i});
+    batch_bytes.push_back(c.bytes);
+  }
+  return batches;
+}
+
+}  // namespace flock

@@ -1,0 +1,31 @@
+// Fusion planner (pure): which ready requests travel together in one call.
+//
+// Vocabulary: a *candidate* is one named request the coordinator found ready
+// on every rank; a *batch* is a list of candidate indices executed as one
+// transport call over one fusion buffer. Only allreduces fuse, and only with
+// allreduces of the same dtype, reduction and group; a batch holds at most
+// `threshold_bytes` (a larger tensor travels alone). Batches come out in the
+// order of their first candidate, which keeps the plan deterministic.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ops/op_signature.h"
+
+namespace flock {
+
+struct FusionCandidate {
+  OpKind kind = OpKind::kAllreduce;
+  int64_t dtype = 0;
+  int64_t reduce_op = 0;
+  int64_t group = 0;
+  int64_t bytes = 0;
+};
+
+FusionCandidate CandidateFrom(const OpSignature& signature);
+
+std::vector<std::vector<size_t>> PlanFusion(const std::vector<FusionCandidate>& candidates,
+                                            int64_t threshold_bytes);
+
+}  // namespace flock

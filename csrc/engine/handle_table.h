@@ -1,0 +1,71 @@
+// HandleTable: what a user thread holds while the engine works on its request.
+//
+// Submitting creates a pending handle that also keeps the request's tensors
+// alive (an opaque keep-alive owned by the caller's framework). The engine
+// thread completes it with a Status (and, for allgather, the gathered tensor).
+// Waiting removes the entry and hands everything back — keep-alive included —
+// so the framework objects are released on the user's thread, never on the
+// engine's.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tensor_view.h"
+
+namespace flock {
+
+using HandleId = int64_t;
+
+// An output the engine allocated (allgather: its size is known only then).
+struct GatheredTensor {
+  std::vector<char> bytes;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;
+};
+
+struct Completion {
+  Status status;
+  std::shared_ptr<GatheredTensor> gathered;
+  std::shared_ptr<void> keep_alive;
+};
+
+class HandleTable {
+ public:
+  HandleId Create(std::shared_ptr<void> keep_alive);
+  void Complete(HandleId id, Status status, std::shared_ptr<GatheredTensor> gathered = nullptr);
+  // Completes every pending handle with `status` (shutdown).
+  void FailAllPending(const Status& status);
+
+  // Unknown handles (never created, or already waited for) are an error.
+  Result<bool> IsDone(HandleId id) const;
+  // Blocks until done; `interrupted` is polled every `poll_interval` and may
+  // end the wait early with its own error (used for Ctrl-C).
+  Result<Completion> Wait(HandleId id, std::chrono::milliseconds poll_interval,
+                          const std::function<Status()>& interrupted);
+  // Called whenever a thread starts waiting (the engine stops batching).
+  void SetWaitListener(std::function<void()> listener) { on_wait_ = std::move(listener); }
+
+  size_t size() const;
+
+ private:
+  struct Entry {
+    bool done = false;
+    Completion completion;
+  };
+
+  mutable std::mutex mutex_;
+  std::condition_variable done_cv_;
+  std::unordered_map<HandleId, Entry> entries_;
+  HandleId next_id_ = 1;
+  std::function<void()> on_wait_;
+};
+
+}  // namespace flock

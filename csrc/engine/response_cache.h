@@ -1,0 +1,42 @@
+// Response cache: once a name has executed with a signature, later rounds
+// name it by a small integer id instead of sending the whole signature.
+//
+// The coordinator assigns ids when it decides to execute a name and sends them
+// in the response; every rank stores them in the same order, so all copies of
+// the cache agree. A changed signature (say, a new shape) is sent in full and,
+// once executed, replaces the cached one under the same id.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ops/op_signature.h"
+
+namespace flock {
+
+class ResponseCache {
+ public:
+  // The id under which `name` is cached with exactly `signature`, or -1.
+  int32_t Lookup(const std::string& name, const OpSignature& signature) const;
+  // The cached signature of id; nullptr for an unknown id.
+  const OpSignature* Find(int32_t id) const;
+  // Coordinator: the id for name (new or existing), now holding `signature`.
+  int32_t Assign(const std::string& name, const OpSignature& signature);
+  // Worker: records what the coordinator assigned.
+  void Store(int32_t id, const std::string& name, const OpSignature& signature);
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::string name;
+    OpSignature signature;
+  };
+  std::unordered_map<std::string, int32_t> ids_;
+  std::vector<Entry> entries_;
+};
+
+bool SameSignature(const OpSignature& a, const OpSignature& b);
+
+}  // namespace flock

@@ -1,0 +1,61 @@
+// Wire format of the engine's control messages (pure; no transport here).
+//
+// Vocabulary:
+//   entry      one rank's announcement that a named request is ready: either
+//              the full signature or, when the response cache already holds
+//              that exact signature under this name, only its cache id.
+//   response   the coordinator's decision about one or more names, the same
+//              for every rank: execute them (several names = one fused
+//              call), or fail them with a message.
+// Messages are flat byte vectors in host byte order: every rank of a job runs
+// the same build on the same architecture.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "ops/op_signature.h"
+
+namespace flock {
+
+struct ReadyEntry {
+  std::string name;
+  int32_t cache_id = -1;  // >= 0: the cached signature, `signature` unused
+  OpSignature signature;
+};
+
+enum class ResponseType : uint8_t {
+  kExecute = 0,
+  kError = 1,
+  kShuttingDown = 2,  // a rank shut down: fail pending and later requests
+  kFinal = 3,         // every rank shut down: the engine threads may exit
+};
+
+struct Response {
+  ResponseType type = ResponseType::kExecute;
+  OpKind kind = OpKind::kAllreduce;
+  std::vector<std::string> names;
+  std::vector<int32_t> cache_ids;     // per name: its id for later rounds
+  std::vector<int64_t> first_dims;    // allgather: each rank's dim 0, per name, rank-major
+  std::string error;                  // kError / kShuttingDown
+  StatusCode code = StatusCode::kOk;  // kError: Mismatch, Aborted, ...
+};
+
+inline Response MakeResponse(ResponseType type, OpKind kind = OpKind::kAllreduce,
+                             std::vector<std::string> names = {}) {
+  Response response;
+  response.type = type;
+  response.kind = kind;
+  response.names = std::move(names);
+  return response;
+}
+
+std::vector<char> EncodeReady(const std::vector<ReadyEntry>& entries);
+Result<std::vector<ReadyEntry>> DecodeReady(const std::vector<char>& bytes);
+
+std::vector<char> EncodeResponses(const std::vector<Response>& responses);
+Result<std::vector<Response>> DecodeResponses(const std::vector<char>& bytes);
+
+}  // namespace flock

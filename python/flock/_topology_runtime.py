@@ -1,0 +1,178 @@
+"""The job's topologies (they need ``init()``): Bluefog's set_topology and friends.
+
+The rank topology (nodes = ranks, ``size()`` of them) says whom each rank
+averages with in neighbor_allreduce; the machine topology (nodes = machines,
+``machine_size()`` of them) does the same for hierarchical_neighbor_allreduce.
+Both are stored in the C++ Runtime, where the neighbor ops read them.
+
+Setting one is **collective**, because every rank must use the same graph:
+
+1. each rank checks its argument locally: a topology (flock Graph, networkx
+   graph or square numpy array), the right node count, weights finite and >= 0;
+2. every rank contributes a record ``[rejected, nodes, edges, weighted,
+   fingerprint]`` to one allgather, the fingerprint being a 64-bit BLAKE2b hash
+   of the graph's topology file (every edge and weight, bit for bit);
+3. a rank that rejected its argument raises FlockInvalidArgumentError, the
+   others FlockAbortedError naming it; records that differ raise
+   FlockMismatchError on every rank. Then nothing changed.
+4. Otherwise every rank stores the graph, with ``is_weighted`` as its weighted flag.
+
+``load_topology()`` returns a flock Graph (a copy: editing it changes nothing
+until it is set again), not the networkx object Bluefog returns; call
+``.to_networkx()`` on it for that. It reads like a networkx DiGraph for the
+common queries (number_of_nodes, predecessors, successors, edges, ...).
+"""
+
+import hashlib
+
+import numpy as np
+
+from flock._core_loader import core
+from flock.errors import FlockAbortedError, FlockInvalidArgumentError, FlockMismatchError
+from flock.topology import ExponentialGraph, Graph, as_graph
+
+
+def set_topology(topology=None, is_weighted=False):
+    """Sets the rank topology on every rank (collective); returns True.
+
+    ``topology=None`` means ``ExponentialGraph(size())``. ``is_weighted=True``
+    makes neighbor ops use the graph's weights; False, uniform weights
+    ``1/(in-degree + 1)``.
+    """
+    size = core.size()
+    if topology is None:
+        topology = ExponentialGraph(size)
+    graph, error = _prepare("set_topology", topology, is_weighted, size, "size()")
+    _agree("set_topology", graph, error)
+    core.install_topology(graph._g)
+    return True
+
+
+def load_topology():
+    """The rank topology as a flock Graph (a copy), or None before any is set."""
+    graph = core.topology_graph()
+    return None if graph is None else Graph._wrap(graph)
+
+
+def is_topo_weighted():
+    """Whether neighbor ops use the rank topology's weights (set_topology's is_weighted)."""
+    graph = core.topology_graph()
+    return graph is not None and graph.is_weighted()
+
+
+def in_neighbor_ranks():
+    """Ranks that send to this rank in the rank topology, without itself, sorted."""
+    return core.in_neighbor_ranks()
+
+
+def out_neighbor_ranks():
+    """Ranks this rank sends to in the rank topology, without itself, sorted."""
+    return core.out_neighbor_ranks()
+
+
+def set_machine_topology(topology, is_weighted=False):
+    """Sets the machine topology (``machine_size()`` nodes) on every rank (collective); True.
+
+    Needs a homogeneous layout (every machine has local_size() ranks).
+    """
+    machines = core.machine_size()
+    if topology is None:
+        graph, error = None, "set_machine_topology: a machine topology is required, got None"
+    elif not core.is_homogeneous():
+        graph, error = None, ("set_machine_topology: machine topologies need every machine to "
+                              "have the same number of ranks (is_homogeneous() is False)")
+    else:
+        graph, error = _prepare("set_machine_topology", topology, is_weighted, machines,
+                                "machine_size()")
+    _agree("set_machine_topology", graph, error)
+    core.install_machine_topology(graph._g)
+    return True
+
+
+def load_machine_topology():
+    """The machine topology as a flock Graph (a copy), or None before any is set."""
+    graph = core.machine_topology_graph()
+    return None if graph is None else Graph._wrap(graph)
+
+
+def is_machine_topo_weighted():
+    graph = core.machine_topology_graph()
+    return graph is not None and graph.is_weighted()
+
+
+def in_neighbor_machine_ranks():
+    """Machines sending to this rank's machine, without it, sorted ([] when unset)."""
+    return core.in_neighbor_machine_ranks()
+
+
+def out_neighbor_machine_ranks():
+    """Machines this rank's machine sends to, without it, sorted ([] when unset)."""
+    return core.out_neighbor_machine_ranks()
+
+
+def set_initial_topology(topology_fn, is_weighted):
+    """init()'s part: topology_fn(size()) or ExponentialGraph(size())."""
+    try:
+        topology = topology_fn(core.size()) if topology_fn is not None else None
+    except Exception as error:  # still take part in the agreement: the others must not wait
+        try:
+            _agree("set_topology", None, "init: topology_fn({}) raised {}: {}".format(
+                core.size(), type(error).__name__, error))
+        except FlockInvalidArgumentError as flock_error:
+            raise flock_error from error
+    set_topology(topology, is_weighted)
+
+
+def _prepare(what, topology, is_weighted, nodes, size_name):
+    """(a private copy of the graph with the weighted flag set, None) or (None, error)."""
+    try:
+        graph = as_graph(topology).copy()
+    except Exception as error:  # any failure must reach the agreement, or the others wait
+        return None, "{}: {}".format(what, error)
+    if graph.number_of_nodes() != nodes:
+        return None, "{}: the topology has {} nodes but {} is {}".format(
+            what, graph.number_of_nodes(), size_name, nodes)
+    graph.set_weighted(bool(is_weighted))
+    return graph, None
+
+
+def _record(graph):
+    if graph is None:
+        return [1, 0, 0, 0, 0]
+    text = core.topology.to_json_string(graph._g).encode()
+    fingerprint = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little",
+                                 signed=True)
+    return [0, graph.number_of_nodes(), graph.number_of_edges(), int(graph.is_weighted()),
+            fingerprint]
+
+
+def _agree(what, graph, error):
+    """Raises on every rank unless every rank passed the same valid graph."""
+    import flock.numpy
+    mine = np.array([_record(graph)], dtype=np.int64)
+    table = flock.numpy.allgather(mine, name="flock." + what)
+    if error is not None:
+        raise FlockInvalidArgumentError(error)
+    rejected = np.flatnonzero(table[:, 0]).tolist()
+    if rejected:
+        raise FlockAbortedError("{} was cancelled because {} rejected the topology (see the "
+                                "error raised there)".format(what, _ranks(rejected)))
+    groups = {}
+    for rank, row in enumerate(table.tolist()):
+        groups.setdefault(tuple(row[1:]), []).append(rank)
+    if len(groups) > 1:
+        described = "; ".join("{} {} {}".format(_ranks(ranks), "has" if len(ranks) == 1 else "have",
+                                                _describe(key)) for key, ranks in groups.items())
+        raise FlockMismatchError("{}: ranks disagree on the topology: {}".format(what, described))
+
+
+def _ranks(ranks):
+    if len(ranks) == 1:
+        return "rank {}".format(ranks[0])
+    return "ranks " + ", ".join(str(r) for r in ranks)
+
+
+def _describe(key):
+    nodes, edges, weighted, fingerprint = key
+    return "{} nodes, {} edges, {} (fingerprint {:016x})".format(
+        nodes, edges, "weighted" if weighted else "unweighted", fingerprint & (2 ** 64 - 1))

@@ -1,0 +1,42 @@
+"""flock.topology: the graphs neighbour averaging runs over (Bluefog's ``topology_util``).
+
+``from flock import topology as topology_util`` stands in for
+``from bluefog.common import topology_util``. Everything here works without
+``init()`` except the two collective Infer* helpers.
+
+- ``Graph``: flock's weighted directed graph (W[i][j] = weight of i -> j; self loops
+  are self weights), readable like a ``networkx.DiGraph``; ``to_networkx()``,
+  ``Graph.from_networkx(g)``, ``to_numpy()``, ``Graph.from_numpy(w)``.
+  Every function taking a topology also takes a networkx DiGraph or a square
+  numpy array.
+- Static generators: ExponentialTwoGraph, ExponentialGraph, SymmetricExponentialGraph,
+  MeshGrid2DGraph, StarGraph, RingGraph, FullyConnectedGraph, CirculantGraph.
+- Helpers: IsTopologyEquivalent, IsRegularGraph, GetRecvWeights, GetSendWeights.
+- Analysis: is_*_stochastic, is_strongly_connected, spectral_gap,
+  predicted_consensus_iterations, ...; files: save_json / load_json.
+- Dynamic topologies: the Get*SendRecv*Ranks generators and the schedule objects
+  behind them (DynamicOnePeer, ...); InferSourceFromDestinationRanks /
+  InferDestinationFromSourceRanks (collective).
+
+The job's topology itself (set_topology, load_topology, in_neighbor_ranks, ...)
+belongs to the runtime: see flock.torch / flock.numpy. docs/topology.md has the
+conventions, every generator's table, and what differs from Bluefog.
+"""
+
+from flock.topology._graph import Graph  # noqa: F401
+from flock.topology._convert import as_graph  # noqa: F401
+from flock.topology._generators import (  # noqa: F401
+    CirculantGraph, DefaultMeshShape, ExponentialGraph, ExponentialTwoGraph, FullyConnectedGraph,
+    GetRecvWeights, GetSendWeights, IsRegularGraph, IsTopologyEquivalent, MeshGrid2DGraph,
+    RingGraph, StarGraph, SymmetricExponentialGraph, from_json_string, is_column_stochastic,
+    is_doubly_stochastic, is_regular, is_row_stochastic, is_strongly_connected,
+    is_topology_equivalent, load_json, predicted_consensus_iterations, save_json,
+    second_largest_eigenvalue_modulus, spectral_gap, to_json_string)
+from flock.topology._dynamic import (  # noqa: F401
+    DynamicOnePeer, Exp2DynamicMachine, GetDynamicOnePeerSendRecvRanks,
+    GetExp2DynamicSendRecvMachineRanks, GetInnerOuterExpo2DynamicSendRecvRanks,
+    GetInnerOuterRingDynamicSendRecvRanks, InnerOuterExpo2Dynamic, InnerOuterRingDynamic,
+    Schedule)
+from flock.topology._infer import (  # noqa: F401
+    InferDestinationFromSourceRanks, InferSourceFromDestinationRanks)
+

@@ -1,0 +1,120 @@
+// Average consensus simulated in-process (consensus.h): measured step counts
+// against the spectral prediction for every static generator at the sizes of
+// examples/cpp/topology_experiment.cc, the bound e_k <= |lambda_2|^k of normal
+// W, the exact average of the one-peer schedule, and argument errors.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "flock/topology/analysis.h"
+#include "flock/topology/consensus.h"
+#include "flock/topology/errors.h"
+#include "flock/topology/generators.h"
+#include "flock/topology/one_peer.h"
+
+namespace flock {
+namespace topology {
+namespace {
+
+constexpr double kEps = 1e-6;
+constexpr std::uint32_t kSeed = 2024;  // the example's default start
+
+struct Named {
+  std::string name;
+  Graph graph;
+};
+
+std::vector<Named> static_generators(int n) {
+  return {{"ExponentialTwoGraph", ExponentialTwoGraph(n)},
+          {"ExponentialGraph(3)", ExponentialGraph(n, 3)},
+          {"SymmetricExponentialGraph", SymmetricExponentialGraph(n)},
+          {"MeshGrid2DGraph", MeshGrid2DGraph(n)},
+          {"StarGraph", StarGraph(n)},
+          {"RingGraph(0)", RingGraph(n, 0)},
+          {"RingGraph(1)", RingGraph(n, 1)},
+          {"RingGraph(2)", RingGraph(n, 2)},
+          {"FullyConnectedGraph", FullyConnectedGraph(n)}};
+}
+
+TEST(Consensus, MeasuredAgreesWithPredictionForStaticGenerators) {
+  for (int n : {8, 16, 32, 64}) {
+    for (const Named& g : static_generators(n)) {
+      const ConsensusRun run = run_consensus(g.graph, random_start(n, kSeed), kEps, 1000000);
+      ASSERT_TRUE(run.converged) << g.name << " n=" << n;
+      const std::int64_t predicted = predicted_consensus_iterations(g.graph, kEps).value();
+      EXPECT_TRUE(consensus_matches_prediction(run.iterations, predicted, kEps))
+          << g.name << " n=" << n << ": measured " << run.iterations << ", predicted " << predicted;
+    }
+  }
+}
+
+TEST(Consensus, ErrorNeverExceedsTheSpectralBoundForNormalW) {
+  for (const Named& g : static_generators(12)) {
+    const double lambda2 = second_largest_eigenvalue_modulus(g.graph);
+    const ConsensusRun run = run_consensus(g.graph, random_start(12, 7), 1e-8, 100000);
+    for (std::size_t k = 0; k < run.errors.size(); ++k) {
+      ASSERT_LE(run.errors[k], std::pow(lambda2, static_cast<double>(k)) + 1e-12)
+          << g.name << " k=" << k;
+    }
+  }
+}
+
+TEST(Consensus, FullyConnectedAveragesInOneStepAndOneNodeInNone) {
+  EXPECT_EQ(run_consensus(FullyConnectedGraph(9), random_start(9, 1), kEps, 10).iterations, 1);
+  const ConsensusRun single = run_consensus(RingGraph(1), random_start(1, 1), kEps, 10);
+  EXPECT_TRUE(single.converged);
+  EXPECT_EQ(single.iterations, 0);
+}
+
+TEST(Consensus, DisconnectedGraphNeverConverges) {
+  Graph g(4, true);
+  for (int i = 0; i < 4; ++i) g.set_self_weight(i, 1.0);
+  const ConsensusRun run = run_consensus(g, random_start(4, 3), kEps, 50);
+  EXPECT_FALSE(run.converged);
+  EXPECT_EQ(run.iterations, 50);
+  EXPECT_EQ(run.errors.size(), 51u);
+}
+
+TEST(Consensus, OnePeerOnExponentialTwoIsExactAfterOnePeriod) {
+  for (int m = 1; m <= 6; ++m) {
+    const int n = 1 << m;
+    const DynamicOnePeer schedule(ExponentialTwoGraph(n));
+    EXPECT_NEAR(period_second_eigenvalue_modulus(schedule, m), 0.0, 1e-12) << n;
+    EXPECT_EQ(predicted_periodic_consensus_iterations(schedule, m, kEps).value(), m) << n;
+    const ConsensusRun run = run_consensus(schedule, random_start(n, kSeed), kEps, 1000);
+    EXPECT_EQ(run.iterations, m) << n;
+    EXPECT_LT(run.errors.back(), 1e-12) << n;
+  }
+}
+
+TEST(Consensus, RandomStartIsDeterministicAndInRange) {
+  const Eigen::VectorXd a = random_start(100, 5), b = random_start(100, 5);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, random_start(100, 6));
+  EXPECT_GE(a.minCoeff(), -1.0);
+  EXPECT_LT(a.maxCoeff(), 1.0);
+}
+
+TEST(Consensus, TolerancePassesTheTheoremAndRefusesFarOffCounts) {
+  // eps = 1e-6: a start may be a third of the prediction ahead, never behind.
+  EXPECT_TRUE(consensus_matches_prediction(100, 100, kEps));
+  EXPECT_TRUE(consensus_matches_prediction(101, 100, kEps));
+  EXPECT_FALSE(consensus_matches_prediction(102, 100, kEps));
+  EXPECT_TRUE(consensus_matches_prediction(66, 100, kEps));
+  EXPECT_FALSE(consensus_matches_prediction(60, 100, kEps));
+}
+
+TEST(Consensus, ArgumentErrorsThrow) {
+  const Graph g = RingGraph(4);
+  EXPECT_THROW(run_consensus(g, random_start(5, 1), kEps, 10), TopologyError);
+  EXPECT_THROW(run_consensus(g, random_start(4, 1), 0.0, 10), TopologyError);
+  EXPECT_THROW(run_consensus(g, random_start(4, 1), kEps, -1), TopologyError);
+  EXPECT_THROW(random_start(0, 1), TopologyError);
+  EXPECT_THROW(period_second_eigenvalue_modulus(DynamicOnePeer(g), 0), TopologyError);
+}
+
+}  // namespace
+}  // namespace topology
+}  // namespace flock

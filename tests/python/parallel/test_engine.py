@@ -1,0 +1,152 @@
+"""The background engine seen from Python: nonblocking ops in any order,
+fusion and cache counters, handles, duplicate names, timeline."""
+
+import gc
+import json
+import os
+import random
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import flock.torch as bf
+from conftest import needs_ranks
+
+
+def test_any_order_many_names_nonblocking(rank, size):
+    names = ["grad.{}".format(i) for i in range(50)]
+    order = list(range(50))
+    random.Random(1000 + rank).shuffle(order)  # a different order on every rank
+    handles = {}
+    for i in order:
+        x = torch.full((i + 1,), float(rank * 100 + i), dtype=torch.float64)
+        handles[i] = bf.allreduce_nonblocking(x, name=names[i], op="sum")
+    for i in range(50):
+        got = bf.synchronize(handles[i])
+        expected = sum(r * 100 + i for r in range(size))
+        np.testing.assert_array_equal(got.numpy(), np.full(i + 1, float(expected)))
+
+
+def test_mixed_ops_in_any_order(rank, size):
+    ops = ["allreduce", "broadcast", "allgather"] * 5
+    order = list(range(len(ops)))
+    random.Random(7 + rank).shuffle(order)
+    handles = {}
+    for i in order:
+        x = torch.full((2,), float(rank + i))
+        name = "mixed.{}".format(i)
+        if ops[i] == "allreduce":
+            handles[i] = bf.allreduce_nonblocking(x, name=name, op="sum")
+        elif ops[i] == "broadcast":
+            handles[i] = bf.broadcast_nonblocking(x, root_rank=i % size, name=name)
+        else:
+            handles[i] = bf.allgather_nonblocking(x, name=name)
+    for i in range(len(ops)):
+        got = bf.synchronize(handles[i])
+        if ops[i] == "allreduce":
+            assert got[0].item() == sum(r + i for r in range(size))
+        elif ops[i] == "broadcast":
+            assert got[0].item() == (i % size) + i
+        else:
+            assert got[::2].tolist() == [float(r + i) for r in range(size)]
+
+
+def test_hundred_small_tensors_travel_in_at_most_two_batches(size):
+    tensors = [torch.ones(1024) for _ in range(100)]  # 4 KB each
+    before = bf.engine_counters()
+    handles = [bf.allreduce_nonblocking_(t, name="small.{}".format(i), op="sum")
+               for i, t in enumerate(tensors)]
+    for h in handles:
+        bf.synchronize(h)
+    after = bf.engine_counters()
+    assert after["batches"] - before["batches"] <= 2
+    assert all(t[0].item() == size for t in tensors)
+
+
+def test_repeated_names_use_the_response_cache(size):
+    x = torch.ones(16)
+    before = bf.engine_counters()["cache_hits"]
+    for _ in range(5):
+        bf.allreduce(x, name="cached.w")
+    assert bf.engine_counters()["cache_hits"] - before >= 4
+
+
+@needs_ranks(2)
+def test_duplicate_name_in_flight_is_refused_at_once(rank, size):
+    x = torch.ones(4)
+    last = rank == size - 1
+    if last:
+        time.sleep(0.5)  # until the last rank submits, the op stays in flight elsewhere
+    handle = bf.allreduce_nonblocking(x, name="dup.name")
+    if not last:
+        with pytest.raises(bf.FlockInvalidArgumentError, match="still in flight"):
+            bf.allreduce_nonblocking(x, name="dup.name")
+    assert bf.synchronize(handle)[0].item() == 1.0
+
+
+def test_poll_and_wait(size):
+    handle = bf.allreduce_nonblocking(torch.ones(3), name="polled", op="sum")
+    while not bf.poll(handle):
+        pass
+    assert bf.wait(handle)[0].item() == size
+    with pytest.raises(bf.FlockInvalidArgumentError, match="unknown handle"):
+        bf.poll(handle)
+
+
+def test_tensors_stay_alive_until_the_handle_completes(rank, size):
+    handles = [bf.allreduce_nonblocking(torch.full((1000,), float(rank)), name="alive.{}".format(i),
+                                        op="sum") for i in range(10)]
+    gc.collect()  # the inputs have no Python reference left
+    for h in handles:
+        assert bf.synchronize(h)[0].item() == size * (size - 1) / 2
+
+
+def test_in_place_nonblocking_forms(rank, size):
+    a = torch.full((3,), float(rank))
+    b = torch.full((3,), float(rank))
+    h1 = bf.allreduce_nonblocking_(a, name="ip.a", op="max")
+    h2 = bf.broadcast_nonblocking_(b, root_rank=0, name="ip.b")
+    assert bf.synchronize(h1) is a and a[0].item() == size - 1
+    assert bf.synchronize(h2) is b and b[0].item() == 0
+
+
+def test_timeline_records_phases_with_nesting(rank, size):
+    # Every rank writes its own file; the path must be the same string everywhere.
+    path = "/tmp/flock-test-timeline-np{}.json".format(size)
+    bf.timeline_start(path)
+    with bf.timeline_context("user.row", "MY_ACTIVITY"):
+        for i in range(3):
+            bf.allreduce(torch.ones(4), name="tl.fused.{}".format(i % 3))
+        handles = [bf.allreduce_nonblocking(torch.ones(4), name="tl.batch.{}".format(i))
+                   for i in range(3)]
+        for h in handles:
+            bf.synchronize(h)
+    bf.timeline_stop()
+    rank_path = path.replace(".json", ".rank{}.json".format(rank))
+    with open(rank_path) as f:
+        events = json.load(f)  # valid JSON
+    os.remove(rank_path)
+    rows = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    by_row = {}
+    for e in events:
+        if e["ph"] in ("B", "E"):
+            by_row.setdefault(rows[e["tid"]], []).append(e)
+    # Each op row: allreduce > QUEUED, NEGOTIATING, ..., COMMUNICATE, properly nested.
+    for row in ["tl.fused.0", "tl.batch.1"]:
+        stack, seen = [], []
+        for e in by_row[row]:
+            if e["ph"] == "B":
+                if stack:
+                    seen.append((stack[-1], e["name"]))
+                stack.append(e["name"])
+            else:
+                stack.pop()
+        assert stack == [], "every span is closed"
+        for phase in ["QUEUED", "NEGOTIATING", "COMMUNICATE"]:
+            assert ("allreduce", phase) in seen, (row, seen)
+    # The three nonblocking ones were fused: they went through the fusion buffer.
+    batch_phases = {e["name"] for e in by_row["tl.batch.1"] if e["ph"] == "B"}
+    assert {"MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT_FUSION_BUFFER"} <= batch_phases, batch_phases
+    assert [e["name"] for e in by_row["user.row"] if e["ph"] == "B"] == ["MY_ACTIVITY"]

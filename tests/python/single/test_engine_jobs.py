@@ -1,0 +1,93 @@
+"""Engine behaviour that needs its own job: stall warnings and errors (set by
+environment at init), a rank that dies, and flockrun's timeline option."""
+
+import glob
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+FLOCKRUN = shutil.which("flockrun")
+pytestmark = pytest.mark.skipif(FLOCKRUN is None, reason="flockrun is not installed on PATH")
+
+
+def run_job(tmp_path, np, code, *flockrun_args, env=None, timeout=90):
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(code))
+    start = time.monotonic()
+    result = subprocess.run([FLOCKRUN, "-np", str(np), *flockrun_args, sys.executable, str(script)],
+                            capture_output=True, text=True, timeout=timeout, env=env)
+    return result, time.monotonic() - start
+
+
+def test_stall_warning_names_the_tensor_and_the_missing_ranks(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOCK_STALL_WARNING_S", "1")
+    result, _ = run_job(tmp_path, 3, """
+        import time, torch, flock.torch as bf
+        bf.init()
+        if bf.rank() == 2:
+            time.sleep(3)  # ranks 0 and 1 wait for rank 2 meanwhile
+        bf.allreduce(torch.ones(2), name="late.grad")
+        print("done", bf.rank())
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "'late.grad' has waited" in result.stderr
+    assert "submitted by ranks 0, 1 but not by ranks 2" in result.stderr
+
+
+def test_stall_shutdown_turns_the_stall_into_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOCK_STALL_WARNING_S", "1")
+    monkeypatch.setenv("FLOCK_STALL_SHUTDOWN_S", "2")
+    result, _ = run_job(tmp_path, 2, """
+        import time, torch, flock.torch as bf
+        bf.init()
+        if bf.rank() == 0:
+            try:
+                bf.allreduce(torch.ones(2), name="never.on.rank1")
+            except bf.FlockAbortedError as error:
+                print("raised:", error)
+        else:
+            time.sleep(3)  # past rank 0's stall limit
+        bf.allreduce(torch.ones(2), name="afterwards")  # the engine still works
+        print("ok", bf.rank())
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "raised: 'never.on.rank1' stalled" in result.stdout
+    assert "ranks 1 never submitted it" in result.stdout
+    assert "ok 0" in result.stdout and "ok 1" in result.stdout
+
+
+def test_a_dead_rank_ends_the_job_within_30s(tmp_path):
+    result, elapsed = run_job(tmp_path, 4, """
+        import os, time, torch, flock.torch as bf
+        bf.init()
+        bf.allreduce(torch.ones(1))
+        if bf.rank() == 2:
+            os._exit(1)  # dies without a word: no exception, no finalize
+        bf.allreduce(torch.ones(1), name="waits.for.rank2")
+        time.sleep(60)
+    """)
+    assert result.returncode != 0
+    assert elapsed < 30, "the job took {:.1f}s to end".format(elapsed)
+
+
+def test_flockrun_timeline_option_writes_one_trace_per_rank(tmp_path):
+    trace = tmp_path / "trace.json"
+    result, _ = run_job(tmp_path, 2, """
+        import torch, flock.torch as bf
+        bf.init()
+        for i in range(3):
+            bf.allreduce(torch.ones(8), name="traced")
+    """, "--timeline-filename", str(trace))
+    assert result.returncode == 0, result.stderr
+    files = sorted(glob.glob(str(tmp_path / "trace.rank*.json")))
+    assert [f.rsplit("/", 1)[1] for f in files] == ["trace.rank0.json", "trace.rank1.json"]
+    for f in files:
+        events = json.load(open(f))
+        rows = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+        traced = [e for e in events if e.get("name") == "COMMUNICATE" and rows[e["tid"]] == "traced"]
+        assert len(traced) == 3
