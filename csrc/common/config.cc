@@ -14,7 +14,7 @@ const std::vector<SettingInfo> kSettings = {
     {"FLOCK_FUSION_THRESHOLD", "bytes", "67108864",
      "Largest fusion buffer: small tensors going the same way travel together up to this size."},
     {"FLOCK_CYCLE_TIME_MS", "float", "5",
-     "How long the engine gathers requests for fusion before announcing them (a thread waiting for one ends the wait early)."},
+     "Fusion window: announce new requests once none arrived for this long (a thread waiting for one ends it early)."},
     {"FLOCK_STALL_WARNING_S", "float", "60",
      "Warn when some ranks have submitted a tensor and others have not for this long."},
     {"FLOCK_STALL_SHUTDOWN_S", "float", "0",

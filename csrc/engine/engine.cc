@@ -116,6 +116,7 @@ bool Engine::DrainQueue() {
     if (request.op.kind != OpKind::kAllgather)
       entry.cache_id = cache_.Lookup(name, entry.signature);
     if (unsent_.empty()) first_unsent_ = Clock::now();
+    last_unsent_ = Clock::now();
     unsent_.push_back(std::move(entry));
     pending_.emplace(name, std::move(request));
   }
@@ -139,9 +140,7 @@ bool Engine::SendReady() {
     std::lock_guard<std::mutex> lock(mutex_);
     flush = flush_requested_ || stop_requested_;
   }
-  const double waited_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - first_unsent_).count();
-  if (!flush && waited_ms < config_.cycle_time_ms) return false;  // gather more for fusion
+  if (!flush && Clock::now() < AnnounceDeadline()) return false;  // gather more for fusion
   {
     std::lock_guard<std::mutex> lock(mutex_);
     flush_requested_ = false;
@@ -279,6 +278,14 @@ void Engine::FailAllPending(const std::string& reason) {
   unsent_.clear();
 }
 
+Clock::time_point Engine::AnnounceDeadline() const {
+  // A burst of submissions stays in one announcement: the window closes one
+  // cycle after the latest arrival, and at most ten cycles after the first.
+  const auto cycle = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
+  return std::min(last_unsent_ + cycle, first_unsent_ + 10 * cycle);
+}
+
 void Engine::Idle(bool did_work) {
   if (did_work || finished_) {
     idle_sleep_us_ = 0;
@@ -288,11 +295,9 @@ void Engine::Idle(bool did_work) {
   if (!queue_.empty() || (stop_requested_ && !shutdown_announced_)) return;
   const bool must_poll = size_ > 1 && (rank_ == 0 || !pending_.empty() || shutdown_announced_);
   if (!unsent_.empty()) {
-    // Fusion window: sleep until the cycle ends or a thread starts waiting.
-    const auto deadline =
-        first_unsent_ + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
-    wake_.wait_until(lock, deadline, [this] { return flush_requested_ || !queue_.empty(); });
+    // Fusion window: sleep until it ends or a thread starts waiting.
+    wake_.wait_until(lock, AnnounceDeadline(),
+                     [this] { return flush_requested_ || !queue_.empty(); });
     return;
   }
   if (!must_poll) {

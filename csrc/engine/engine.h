@@ -11,9 +11,9 @@
 // condition variable until a request arrives; while it waits for a response,
 // and on the coordinator (which must hear other ranks at any time), the loop
 // polls with a back-off that doubles from 10 us up to 1 ms and starts over as
-// soon as anything happens. Fusion: announcements wait up to
-// FLOCK_CYCLE_TIME_MS for more requests, unless a thread is already waiting
-// for one of them.
+// soon as anything happens. Fusion: an announcement waits until no request
+// has arrived for FLOCK_CYCLE_TIME_MS (at most ten cycles in all), unless a
+// thread is already waiting for one of its requests.
 #pragma once
 
 #include <condition_variable>
@@ -73,6 +73,7 @@ class Engine {
   void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered);
   void FailAllPending(const std::string& reason);
   void Idle(bool did_work);
+  Clock::time_point AnnounceDeadline() const;
 
   Transport& transport_;
   const Config config_;
@@ -96,7 +97,8 @@ class Engine {
   // Engine thread only.
   std::unordered_map<std::string, PendingRequest> pending_;
   std::vector<ReadyEntry> unsent_;
-  Clock::time_point first_unsent_;
+  Clock::time_point first_unsent_;  // arrival of the oldest / newest unannounced request
+  Clock::time_point last_unsent_;
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;
   bool shutdown_announced_ = false;
