@@ -9,7 +9,9 @@ would wait forever for ranks that are still inside a collective.
 """
 
 import atexit
+import signal
 import sys
+import threading
 
 from flock._core_loader import core
 
@@ -128,8 +130,20 @@ def _at_exit():
     core.finalize()
 
 
+def _raise_on_termination(signum, frame):
+    # mpirun sends SIGTERM to the surviving ranks when one rank died: say so in
+    # the error raised where this rank is (usually waiting in synchronize).
+    from flock.errors import FlockAbortedError
+    raise FlockAbortedError(
+        "the job is being terminated (signal {}): another rank probably failed; its "
+        "output says why".format(signum))
+
+
 def _install_failure_hooks():
     global _previous_excepthook, _original_sys_exit
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL):
+        signal.signal(signal.SIGTERM, _raise_on_termination)
     if _previous_excepthook is None:
         _previous_excepthook = sys.excepthook
         sys.excepthook = _abort_job_on_uncaught_exception

@@ -73,6 +73,8 @@ def test_a_dead_rank_ends_the_job_within_30s(tmp_path):
     """)
     assert result.returncode != 0
     assert elapsed < 30, "the job took {:.1f}s to end".format(elapsed)
+    # The survivors' pending op fails with an error that says what happened.
+    assert "the job is being terminated" in result.stderr, result.stderr
 
 
 def test_flockrun_timeline_option_writes_one_trace_per_rank(tmp_path):
