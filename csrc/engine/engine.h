@@ -10,8 +10,9 @@
 // Waiting without spinning: with nothing in flight a worker sleeps on a
 // condition variable until a request arrives; while it waits for a response,
 // and on the coordinator (which must hear other ranks at any time), the loop
-// polls with a back-off that doubles from 10 us up to 1 ms and starts over as
-// soon as anything happens. Fusion: an announcement waits until no request
+// polls — without sleeping for 200 us after the last activity while a
+// response is due, then with a back-off that doubles from 10 us up to 1 ms —
+// and starts over as soon as anything happens. Fusion: an announcement waits until no request
 // has arrived for FLOCK_CYCLE_TIME_MS (at most ten cycles in all), unless a
 // thread is already waiting for one of its requests.
 #pragma once
@@ -106,6 +107,7 @@ class Engine {
   std::string shutting_down_reason_;
   std::vector<char> fusion_buffer_;
   double idle_sleep_us_ = 0;
+  Clock::time_point last_activity_;
   Clock::time_point last_stall_check_;
 };
 
