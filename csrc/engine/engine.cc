@@ -115,6 +115,8 @@ bool Engine::DrainQueue() {
     std::lock_guard<std::mutex> lock(mutex_);
     arrived.swap(queue_);
     stop = stop_requested_;
+    flush_now_ = flush_now_ || flush_requested_ || stop_requested_;
+    flush_requested_ = false;
   }
   for (PendingRequest& request : arrived) {
     const std::string& name = request.op.name;
@@ -148,17 +150,14 @@ bool Engine::DrainQueue() {
 }
 
 bool Engine::SendReady() {
-  if (unsent_.empty()) return false;
-  bool flush = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    flush = flush_requested_ || stop_requested_;
+  if (unsent_.empty()) {
+    flush_now_ = false;
+    return false;
   }
-  if (!flush && Clock::now() < AnnounceDeadline()) return false;  // gather more for fusion
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    flush_requested_ = false;
-  }
+  // flush_now_ was read together with the queue swap, so everything submitted
+  // before a thread started waiting is in unsent_ and goes out in this one message.
+  if (!flush_now_ && Clock::now() < AnnounceDeadline()) return false;  // gather more for fusion
+  flush_now_ = false;
   ++counters_.ready_messages;
   counters_.ready_entries += static_cast<int64_t>(unsent_.size());
   for (const ReadyEntry& e : unsent_) counters_.cache_hits += e.cache_id >= 0 ? 1 : 0;

@@ -54,15 +54,24 @@ def test_mixed_ops_in_any_order(rank, size):
 
 
 def test_hundred_small_tensors_travel_in_at_most_two_batches(size):
-    tensors = [torch.ones(1024) for _ in range(100)]  # 4 KB each
-    before = bf.engine_counters()
-    handles = [bf.allreduce_nonblocking_(t, name="small.{}".format(i), op="sum")
-               for i, t in enumerate(tensors)]
-    for h in handles:
-        bf.synchronize(h)
-    after = bf.engine_counters()
-    assert after["batches"] - before["batches"] <= 2
-    assert all(t[0].item() == size for t in tensors)
+    # Fusion depends on timing: a rank descheduled for longer than the fusion
+    # window in the middle of its submissions splits them. So the claim is
+    # checked on up to three attempts, and every rank must see it hold.
+    counts = []
+    for attempt in range(3):
+        tensors = [torch.ones(1024) for _ in range(100)]  # 4 KB each
+        before = bf.engine_counters()
+        handles = [bf.allreduce_nonblocking_(t, name="small.{}".format(i), op="sum")
+                   for i, t in enumerate(tensors)]
+        for h in handles:
+            bf.synchronize(h)
+        batches = bf.engine_counters()["batches"] - before["batches"]
+        assert all(t[0].item() == size for t in tensors)
+        counts.append(batches)
+        worst = bf.allreduce(torch.tensor([batches]), op="max", name="small.check").item()
+        if worst <= 2:
+            return
+    pytest.fail("100 small tensors took {} batches on this rank in 3 attempts".format(counts))
 
 
 def test_repeated_names_use_the_response_cache(size):
