@@ -98,7 +98,7 @@ class Engine {
   // Engine thread only.
   std::unordered_map<std::string, PendingRequest> pending_;
   std::vector<ReadyEntry> unsent_;
-  bool flush_now_ = false;  // a thread waits: announce unsent_ without waiting for more
+  bool flush_now_ = false;          // a thread waits: announce unsent_ without waiting for more
   Clock::time_point first_unsent_;  // arrival of the oldest / newest unannounced request
   Clock::time_point last_unsent_;
   ResponseCache cache_;

@@ -5,25 +5,18 @@
 #include <algorithm>
 #include <random>
 
+#include "../support/engine_requests.h"
 #include "tests_runtime.h"
 
 namespace flock::testing {
 namespace {
 
 HandleId Submit(Engine& engine, const std::string& name, std::vector<double>& data) {
-  OpRequest request =
-      MakeRequest(OpKind::kAllreduce, name,
-                  TensorView{data.data(), DataType::kFloat64, {static_cast<int64_t>(data.size())}});
-  request.reduce_op = ReduceOp::kSum;
-  TensorView output = request.tensor;
-  auto handle = engine.Submit(std::move(request), output, nullptr);
-  EXPECT_TRUE(handle.ok()) << handle.status().ToString();
-  return handle.ok() ? handle.value() : -1;
+  return SubmitAllreduce(engine, name, data, DataType::kFloat64);
 }
 
 Status Wait(Engine& engine, HandleId handle) {
-  auto done = engine.handles().Wait(handle, std::chrono::milliseconds(50), nullptr);
-  return done.ok() ? done.value().status : done.status();
+  return WaitFor(engine, handle);
 }
 
 TEST(EngineMpi, RandomOrderOnEveryRank) {

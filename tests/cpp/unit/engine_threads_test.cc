@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "../support/engine_requests.h"
 #include "../support/thread_transport.h"
 #include "engine/engine.h"
 
@@ -41,22 +42,11 @@ void OnRanks(int size, const std::function<void(int, Engine&)>& body,
   for (auto& t : threads) t.join();
 }
 
-HandleId SubmitAllreduce(Engine& engine, const std::string& name, std::vector<float>& data,
-                         ReduceOp op = ReduceOp::kSum) {
-  OpRequest request =
-      MakeRequest(OpKind::kAllreduce, name,
-                  TensorView{data.data(), DataType::kFloat32, {static_cast<int64_t>(data.size())}});
-  request.reduce_op = op;
-  TensorView output = request.tensor;
-  auto handle = engine.Submit(std::move(request), output, nullptr);
-  EXPECT_TRUE(handle.ok()) << handle.status().ToString();
-  return handle.ok() ? handle.value() : -1;
+HandleId SubmitAllreduce(Engine& engine, const std::string& name, std::vector<float>& data) {
+  return testing::SubmitAllreduce(engine, name, data, DataType::kFloat32);
 }
 
-Status WaitFor(Engine& engine, HandleId handle) {
-  auto done = engine.handles().Wait(handle, std::chrono::milliseconds(50), nullptr);
-  return done.ok() ? done.value().status : done.status();
-}
+using testing::WaitFor;
 
 class EngineThreads : public ::testing::TestWithParam<int> {};
 

@@ -43,17 +43,17 @@ def test_stall_shutdown_turns_the_stall_into_an_error(tmp_path, monkeypatch):
     monkeypatch.setenv("FLOCK_STALL_WARNING_S", "1")
     monkeypatch.setenv("FLOCK_STALL_SHUTDOWN_S", "2")
     result, _ = run_job(tmp_path, 2, """
-        import time, torch, flock.torch as bf
+        import sys, time, torch, flock.torch as bf
         bf.init()
         if bf.rank() == 0:
             try:
                 bf.allreduce(torch.ones(2), name="never.on.rank1")
             except bf.FlockAbortedError as error:
-                print("raised:", error)
+                sys.stdout.write("raised: {}\\n".format(error))  # one write: ranks share stdout
         else:
             time.sleep(3)  # past rank 0's stall limit
         bf.allreduce(torch.ones(2), name="afterwards")  # the engine still works
-        print("ok", bf.rank())
+        sys.stdout.write("ok {}\\n".format(bf.rank()))
     """)
     assert result.returncode == 0, result.stderr
     assert "raised: 'never.on.rank1' stalled" in result.stdout
