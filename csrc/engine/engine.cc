@@ -306,24 +306,21 @@ void Engine::Idle(bool did_work) {
     last_activity_ = now;
     return;
   }
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!queue_.empty() || (stop_requested_ && !shutdown_announced_)) return;
-  const bool must_poll = size_ > 1 && (rank_ == 0 || !pending_.empty() || shutdown_announced_);
-  if (!unsent_.empty()) {
-    // Fusion window: sleep until it ends or a thread starts waiting. New
-    // submissions do not wake the engine here, so a burst of them runs without
-    // competing with the engine thread for the core; they are drained together.
-    wake_.wait_until(lock, AnnounceDeadline(),
-                     [this] { return flush_requested_ || stop_requested_; });
-    return;
-  }
   const bool awaiting = !pending_.empty() || (coordinator_ && coordinator_->pending_names() > 0);
   if (size_ > 1 && awaiting && now - last_activity_ < kSpinWindow) {
     // A response (or a peer's announcement) is due within microseconds on a
     // shared-memory job: yielding beats any sleep, whose wake-up alone costs
     // tens of microseconds.
-    lock.unlock();
     std::this_thread::yield();
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!queue_.empty() || (stop_requested_ && !shutdown_announced_)) return;
+  const bool must_poll = size_ > 1 && (rank_ == 0 || !pending_.empty() || shutdown_announced_);
+  if (!unsent_.empty()) {
+    // Fusion window: sleep until it ends or a thread starts waiting.
+    wake_.wait_until(lock, AnnounceDeadline(),
+                     [this] { return flush_requested_ || !queue_.empty(); });
     return;
   }
   if (!must_poll) {
