@@ -8,6 +8,7 @@
 
 #include "common/logging.h"
 #include "engine/engine.h"
+#include "ops/collectives.h"
 
 namespace flock {
 namespace {
@@ -73,21 +74,15 @@ Result<std::shared_ptr<GatheredTensor>> Allgather(Transport& t, Timeline& timeli
                                                   PendingRequest& r, const int64_t* first_dims) {
   TensorView in = r.op.tensor;
   if (in.shape.empty()) in.shape = {1};  // a 0-d tensor gathers as one row
-  int64_t row_bytes = static_cast<int64_t>(DataTypeSize(in.dtype));
-  for (size_t d = 1; d < in.shape.size(); ++d) row_bytes *= in.shape[d];
+  const int size = t.size(r.op.group);
+  const GatherLayout layout =
+      PlanGather(in.dtype, in.shape, std::vector<int64_t>(first_dims, first_dims + size));
   auto out = std::make_shared<GatheredTensor>();
   out->dtype = in.dtype;
-  out->shape = in.shape;
-  out->shape[0] = 0;
-  const int size = t.size(r.op.group);
-  std::vector<int64_t> recv_bytes(static_cast<size_t>(size));
-  for (int rank = 0; rank < size; ++rank) {
-    out->shape[0] += first_dims[rank];
-    recv_bytes[static_cast<size_t>(rank)] = first_dims[rank] * row_bytes;
-  }
-  out->bytes.resize(static_cast<size_t>(out->shape[0] * row_bytes));
+  out->shape = layout.output_shape;
+  out->bytes.resize(static_cast<size_t>(layout.total_bytes));
   FLOCK_RETURN_IF_ERROR(Phase(timeline, {&r}, "COMMUNICATE", [&] {
-    return t.Allgatherv(in.data, recv_bytes, out->bytes.data(), r.op.group);
+    return t.Allgatherv(in.data, layout.recv_bytes, out->bytes.data(), r.op.group);
   }));
   return out;
 }

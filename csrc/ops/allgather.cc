@@ -6,6 +6,22 @@
 
 namespace flock {
 
+GatherLayout PlanGather(DataType dtype, const std::vector<int64_t>& shape,
+                        const std::vector<int64_t>& first_dims) {
+  // Every rank agreed on dims 1.., so a row has the same byte size everywhere.
+  int64_t row_bytes = static_cast<int64_t>(DataTypeSize(dtype));
+  for (size_t d = 1; d < shape.size(); ++d) row_bytes *= shape[d];
+  GatherLayout layout;
+  layout.output_shape = shape;
+  layout.output_shape[0] = 0;
+  for (int64_t rows : first_dims) {
+    layout.output_shape[0] += rows;
+    layout.recv_bytes.push_back(rows * row_bytes);
+    layout.total_bytes += rows * row_bytes;
+  }
+  return layout;
+}
+
 Status Allgather(Transport& transport, const TensorView& input, const OutputAllocator& allocate,
                  const AllgatherOptions& options, Status local_status) {
   TensorView in = input;
@@ -16,17 +32,10 @@ Status Allgather(Transport& transport, const TensorView& input, const OutputAllo
   std::vector<OpSignature> all;
   FLOCK_RETURN_IF_ERROR(AgreeOnRequest(transport, options.group, request, 0, &all));
 
-  // Every rank agreed on dims 1.., so a row has the same byte size everywhere.
-  int64_t row_bytes = static_cast<int64_t>(DataTypeSize(in.dtype));
-  for (size_t d = 1; d < in.shape.size(); ++d) row_bytes *= in.shape[d];
-  std::vector<int64_t> shape = in.shape;
-  shape[0] = 0;
-  std::vector<int64_t> recv_bytes;
-  for (const OpSignature& s : all) {
-    shape[0] += s.dims[0];
-    recv_bytes.push_back(s.dims[0] * row_bytes);
-  }
-  Result<TensorView> output = allocate(shape);
+  std::vector<int64_t> first_dims;
+  for (const OpSignature& s : all) first_dims.push_back(s.dims[0]);
+  const GatherLayout layout = PlanGather(in.dtype, in.shape, first_dims);
+  Result<TensorView> output = allocate(layout.output_shape);
   // Allocation can only fail on this rank (memory); it still joins the gather,
   // into scratch, so no peer hangs, and then reports the failure.
   std::vector<char> scratch;
@@ -34,12 +43,10 @@ Status Allgather(Transport& transport, const TensorView& input, const OutputAllo
   if (output.ok()) {
     out = output.value().data;
   } else {
-    int64_t total = 0;
-    for (int64_t b : recv_bytes) total += b;
-    scratch.resize(static_cast<size_t>(total) + 1);
+    scratch.resize(static_cast<size_t>(layout.total_bytes) + 1);
     out = scratch.data();
   }
-  FLOCK_RETURN_IF_ERROR(transport.Allgatherv(in.data, recv_bytes, out, options.group));
+  FLOCK_RETURN_IF_ERROR(transport.Allgatherv(in.data, layout.recv_bytes, out, options.group));
   return output.status();
 }
 

@@ -47,7 +47,7 @@ struct OpRequest {
   ReduceOp reduce_op = ReduceOp::kSum;
   int root = 0;
   CommGroup group = CommGroup::kWorld;
-  Status local_status;           // rejection found on this rank before negotiating
+  Status local_status;  // rejection found on this rank before negotiating
 };
 
 inline OpRequest MakeRequest(OpKind kind, std::string name, const TensorView& tensor) {

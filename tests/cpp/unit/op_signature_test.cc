@@ -1,6 +1,7 @@
 // The mismatch check as a pure function: signatures of several "ranks" built
 // in-process, compared the way every rank compares them.
 #include "ops/op_signature.h"
+#include "ops/collectives.h"
 
 #include <gtest/gtest.h>
 
@@ -87,6 +88,20 @@ TEST(OpSignature, ALocalRejectionCancelsEveryRank) {
   Status on_bad = CompareSignatures(bad, all, 0);
   EXPECT_EQ(on_bad.code(), StatusCode::kUnsupported);
   EXPECT_NE(on_bad.message().find("int16"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace flock
+
+namespace flock {
+namespace {
+
+TEST(PlanGather, RowsFromEveryRankIncludingNone) {
+  // int32 rows of 3: ranks send 2, 0 and 5 rows.
+  GatherLayout layout = PlanGather(DataType::kInt32, {2, 3}, {2, 0, 5});
+  EXPECT_EQ(layout.output_shape, (std::vector<int64_t>{7, 3}));
+  EXPECT_EQ(layout.recv_bytes, (std::vector<int64_t>{24, 0, 60}));
+  EXPECT_EQ(layout.total_bytes, 84);
 }
 
 }  // namespace
