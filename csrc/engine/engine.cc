@@ -285,6 +285,21 @@ void Engine::Finish(PendingRequest& request, Status status,
   handles_.Complete(request.handle, std::move(status), std::move(gathered));
 }
 
+void Engine::FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status) {
+  if (!status.ok()) counters_.errors += static_cast<int64_t>(batch.size());
+  std::vector<HandleId> ids;
+  ids.reserve(batch.size());
+  for (PendingRequest* r : batch) {
+    timeline_.End(r->op.name);
+    ids.push_back(r->handle);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (PendingRequest* r : batch) names_in_flight_.erase(r->op.name);
+  }
+  handles_.CompleteAll(ids, status);
+}
+
 void Engine::FailAllPending(const std::string& reason) {
   for (auto& [name, request] : pending_) Finish(request, Status::Aborted(reason), nullptr);
   pending_.clear();

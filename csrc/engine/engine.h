@@ -72,6 +72,7 @@ class Engine {
   void Handle(const std::vector<Response>& responses);
   void Execute(const Response& response);
   void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered);
+  void FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status);
   void FailAllPending(const std::string& reason);
   void Idle(bool did_work);
   Clock::time_point AnnounceDeadline() const;

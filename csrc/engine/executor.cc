@@ -133,11 +133,14 @@ void Engine::Execute(const Response& response) {
                      [&] { return transport_.Barrier(first.op.group); });
       break;
   }
-  for (size_t i = 0; i < batch.size(); ++i) {
-    PendingRequest* r = batch[i];
-    if (i < response.cache_ids.size())
-      cache_.Store(response.cache_ids[i], r->op.name, MakeSignature(r->op));
-    Finish(*r, status, i == 0 ? gathered : nullptr);
+  for (size_t i = 0; i < batch.size() && i < response.cache_ids.size(); ++i)
+    cache_.Store(response.cache_ids[i], batch[i]->op.name, MakeSignature(batch[i]->op));
+  if (gathered != nullptr) {
+    Finish(first, status, std::move(gathered));  // allgather: never fused
+  } else {
+    FinishBatch(batch, status);
+  }
+  for (PendingRequest* r : batch) {
     const std::string name = r->op.name;
     pending_.erase(name);  // invalidates r
   }

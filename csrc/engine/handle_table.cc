@@ -27,6 +27,19 @@ void HandleTable::Complete(HandleId id, Status status, std::shared_ptr<GatheredT
   done_cv_.notify_all();
 }
 
+void HandleTable::CompleteAll(const std::vector<HandleId>& ids, const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (HandleId id : ids) {
+      auto it = entries_.find(id);
+      if (it == entries_.end() || it->second.done) continue;
+      it->second.done = true;
+      it->second.completion.status = status;
+    }
+  }
+  done_cv_.notify_all();
+}
+
 void HandleTable::FailAllPending(const Status& status) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -48,8 +61,8 @@ Result<bool> HandleTable::IsDone(HandleId id) const {
 
 Result<Completion> HandleTable::Wait(HandleId id, std::chrono::milliseconds poll_interval,
                                      const std::function<Status()>& interrupted) {
-  if (on_wait_) on_wait_();
   std::unique_lock<std::mutex> lock(mutex_);
+  bool listener_told = false;
   while (true) {
     auto it = entries_.find(id);
     if (it == entries_.end()) return Unknown(id);
@@ -57,6 +70,15 @@ Result<Completion> HandleTable::Wait(HandleId id, std::chrono::milliseconds poll
       Completion completion = std::move(it->second.completion);
       entries_.erase(it);
       return completion;
+    }
+    if (!listener_told && on_wait_) {
+      // Only a wait that will block tells the engine (which then stops
+      // batching); collecting a finished handle must not wake it.
+      listener_told = true;
+      lock.unlock();
+      on_wait_();
+      lock.lock();
+      continue;
     }
     done_cv_.wait_for(lock, poll_interval);
     if (interrupted) {

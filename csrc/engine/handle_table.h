@@ -41,6 +41,9 @@ class HandleTable {
  public:
   HandleId Create(std::shared_ptr<void> keep_alive);
   void Complete(HandleId id, Status status, std::shared_ptr<GatheredTensor> gathered = nullptr);
+  // Completes a fused batch at once: one lock and one wake-up for all of them,
+  // so a thread waiting on them one by one is not woken once per handle.
+  void CompleteAll(const std::vector<HandleId>& ids, const Status& status);
   // Completes every pending handle with `status` (shutdown).
   void FailAllPending(const Status& status);
 
