@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "bindings/dlpack_tensor.h"
+#include "bindings/submission.h"
 #include "bindings/python_errors.h"
 #include "bindings/runtime_holder.h"
 
@@ -17,51 +18,6 @@ namespace py = pybind11;
 
 namespace flock {
 namespace {
-
-// The tensors of one request, kept alive by the handle until it is waited for.
-using KeepAlive = std::vector<DlpackTensor>;
-
-struct Submission {
-  OpRequest op;
-  TensorView output;
-  std::shared_ptr<KeepAlive> keep_alive = std::make_shared<KeepAlive>();
-};
-
-// Adds the capsule's tensor to the submission; returns its view (or records
-// why it cannot be used in the request's local status).
-TensorView Take(Submission& s, const py::object& capsule,
-                const std::optional<std::string>& dtype_override) {
-  if (!s.op.local_status.ok()) return {};
-  Result<DlpackTensor> tensor =
-      DlpackTensor::FromCapsule(capsule.cast<py::capsule>(), dtype_override);
-  if (!tensor.ok()) {
-    s.op.local_status = tensor.status();
-    return {};
-  }
-  TensorView view = tensor.value().view();
-  s.keep_alive->push_back(std::move(tensor).value());
-  if (view.device.type != DeviceType::kCPU) {
-    s.op.local_status = Status::Unsupported(
-        "tensor is on " + DeviceToString(view.device) +
-        " but this flock build has no GPU backend (NCCL); move it to the CPU with .cpu()");
-  }
-  return view;
-}
-
-Submission Begin(OpKind kind, const std::optional<std::string>& name,
-                 const std::optional<std::string>& local_error) {
-  Runtime& runtime = RequireRuntime();
-  Submission s;
-  s.op.kind = kind;
-  s.op.name = name ? *name : runtime.AutoName(OpKindName(kind));
-  if (local_error) s.op.local_status = Status::InvalidArgument(*local_error);
-  return s;
-}
-
-HandleId Submit(Submission s) {
-  std::shared_ptr<void> keep_alive = std::move(s.keep_alive);
-  return ValueOrThrow(RequireRuntime().engine().Submit(std::move(s.op), s.output, keep_alive));
-}
 
 py::object Wait(HandleId handle) {
   Engine& engine = RequireRuntime().engine();

@@ -7,6 +7,7 @@
 namespace flock {
 void BindBasics(pybind11::module_& m);
 void BindCollectives(pybind11::module_& m);
+void BindNeighborOps(pybind11::module_& m);
 void BindTopology(pybind11::module_& m);
 }  // namespace flock
 
@@ -15,5 +16,6 @@ PYBIND11_MODULE(_core, m) {
   flock::RegisterErrorTranslator(m);
   flock::BindBasics(m);
   flock::BindCollectives(m);
+  flock::BindNeighborOps(m);
   flock::BindTopology(m);
 }

@@ -15,6 +15,8 @@ const std::vector<SettingInfo> kSettings = {
      "Largest fusion buffer: small tensors going the same way travel together up to this size."},
     {"FLOCK_CYCLE_TIME_MS", "float", "5",
      "Fusion window: announce new requests once none arrived for this long (a thread waiting for one ends it early)."},
+    {"FLOCK_NEIGHBOR_INLINE_BYTES", "bytes", "65536",
+     "Neighbor ops: tensors up to this size travel inside the fused control message to a neighbour; larger ones in a message of their own, straight from the input."},
     {"FLOCK_STALL_WARNING_S", "float", "60",
      "Warn when some ranks have submitted a tensor and others have not for this long."},
     {"FLOCK_STALL_SHUTDOWN_S", "float", "0",
@@ -70,6 +72,10 @@ Result<Config> Config::Parse(const Lookup& lookup) {
   }
   if (auto v = lookup("FLOCK_CYCLE_TIME_MS")) {
     FLOCK_RETURN_IF_ERROR(ParseSeconds("FLOCK_CYCLE_TIME_MS", *v, &config.cycle_time_ms));
+  }
+  if (auto v = lookup("FLOCK_NEIGHBOR_INLINE_BYTES")) {
+    FLOCK_RETURN_IF_ERROR(
+        ParseInt("FLOCK_NEIGHBOR_INLINE_BYTES", *v, 0, &config.neighbor_inline_bytes));
   }
   if (auto v = lookup("FLOCK_STALL_WARNING_S")) {
     FLOCK_RETURN_IF_ERROR(ParseSeconds("FLOCK_STALL_WARNING_S", *v, &config.stall_warning_s));

@@ -32,6 +32,7 @@ struct Config {
   std::string timeline_path;  // empty: no timeline
   int64_t fusion_threshold_bytes = 64 << 20;
   double cycle_time_ms = 5.0;
+  int64_t neighbor_inline_bytes = 64 << 10;
   double stall_warning_s = 60.0;
   double stall_shutdown_s = 0.0;  // 0: never turn a stall into an error
   int local_size_override = 0;    // 0: machines are MPI shared-memory groups

@@ -2,30 +2,10 @@
 
 #include <algorithm>
 
-#include "common/half.h"
+#include "common/arith.h"
 
 namespace flock {
 namespace {
-
-// Element access: storage type -> compute type and back. Half types compute in float.
-template <typename T>
-struct Arith {
-  using Compute = T;
-  static Compute Load(T v) { return v; }
-  static T Store(Compute v) { return v; }
-};
-template <>
-struct Arith<Float16> {
-  using Compute = float;
-  static float Load(Float16 v) { return ToFloat(v); }
-  static Float16 Store(float v) { return ToFloat16(v); }
-};
-template <>
-struct Arith<BFloat16> {
-  using Compute = float;
-  static float Load(BFloat16 v) { return ToFloat(v); }
-  static BFloat16 Store(float v) { return ToBFloat16(v); }
-};
 
 template <typename T, typename Combine>
 void CombineLoop(T* __restrict inout, const T* __restrict in, int64_t count, Combine combine) {

@@ -81,3 +81,13 @@ class [[nodiscard]] Result {
     ::flock::Status _flock_status = (expr);        \
     if (!_flock_status.ok()) return _flock_status; \
   } while (0)
+
+// `lhs = value of rexpr` (a Result), or return its Status from the enclosing function.
+#define FLOCK_ASSIGN_OR_RETURN(lhs, rexpr) \
+  FLOCK_ASSIGN_OR_RETURN_IMPL(FLOCK_CONCAT(_flock_result_, __LINE__), lhs, rexpr)
+#define FLOCK_ASSIGN_OR_RETURN_IMPL(result, lhs, rexpr) \
+  auto result = (rexpr);                                \
+  if (!result.ok()) return result.status();             \
+  lhs = std::move(result).value()
+#define FLOCK_CONCAT_INNER(a, b) a##b
+#define FLOCK_CONCAT(a, b) FLOCK_CONCAT_INNER(a, b)

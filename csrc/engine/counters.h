@@ -20,6 +20,10 @@ struct EngineCounters {
   std::atomic<int64_t> bytes{0};              // tensor bytes communicated by this rank
   std::atomic<int64_t> control_bytes{0};      // negotiation bytes sent by this rank
   std::atomic<int64_t> errors{0};             // requests that failed
+  std::atomic<int64_t> neighbor_messages{0};  // neighbor-op control messages sent
+  std::atomic<int64_t> neighbor_entries{0};   // tensors (data entries) those messages carried
+  std::atomic<int64_t> neighbor_lanes{0};     // tensors sent as their own data message
+  std::atomic<int64_t> neighbor_bytes{0};     // tensor bytes sent to neighbours
 
   std::map<std::string, int64_t> Snapshot() const {
     return {{"requests", requests},
@@ -32,7 +36,11 @@ struct EngineCounters {
             {"fused_tensors", fused_tensors},
             {"bytes", bytes},
             {"control_bytes", control_bytes},
-            {"errors", errors}};
+            {"errors", errors},
+            {"neighbor_messages", neighbor_messages},
+            {"neighbor_entries", neighbor_entries},
+            {"neighbor_lanes", neighbor_lanes},
+            {"neighbor_bytes", neighbor_bytes}};
   }
 };
 

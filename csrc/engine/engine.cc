@@ -21,6 +21,8 @@ constexpr double kMaxSleepUs = 1000;
 // How long after the last activity the loop keeps polling without sleeping
 // while something is in flight.
 constexpr auto kSpinWindow = std::chrono::microseconds(200);
+// How often an engine with nothing in flight looks for neighbours' messages.
+constexpr auto kIdlePollInterval = std::chrono::milliseconds(10);
 
 }  // namespace
 
@@ -31,6 +33,15 @@ Engine::Engine(Transport& transport, const Config& config)
       size_(transport.size(CommGroup::kControl)) {
   if (rank_ == 0)
     coordinator_ = std::make_unique<Coordinator>(size_, config.fusion_threshold_bytes);
+  NeighborExchange::Options neighbor_options;
+  neighbor_options.inline_limit_bytes = config.neighbor_inline_bytes;
+  neighbor_options.message_limit_bytes = config.fusion_threshold_bytes;
+  neighbor_options.cycle_time_ms = config.cycle_time_ms;
+  neighbor_ = std::make_unique<NeighborExchange>(
+      transport, neighbor_options, counters_, timeline_,
+      [this](PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered) {
+        Finish(request, std::move(status), std::move(gathered));
+      });
   handles_.SetWaitListener([this] {
     std::lock_guard<std::mutex> lock(mutex_);
     flush_requested_ = true;
@@ -47,6 +58,7 @@ Status Engine::Start() {
     FLOCK_RETURN_IF_ERROR(timeline_.Start(config_.timeline_path, rank_));
   }
   last_stall_check_ = Clock::now();
+  last_neighbor_stall_check_ = last_stall_check_;
   thread_ = std::thread([this] { Run(); });
   return Status::OK();
 }
@@ -100,9 +112,13 @@ void Engine::Run() {
 
 bool Engine::Step() {
   bool did_work = DrainQueue();
+  const bool flush = flush_now_;  // read with the queue swap; SendReady clears it
+  did_work |= neighbor_->Poll();
+  did_work |= neighbor_->Flush(flush);
   did_work |= SendReady();
   did_work |= PollControl();
   if (rank_ == 0) CheckStalls();
+  CheckNeighborStalls();
   auto progressed = transport_.ProgressSends();
   if (!progressed.ok()) FLOCK_LOG(kError, "engine") << progressed.status().ToString();
   return did_work;
@@ -125,6 +141,10 @@ bool Engine::DrainQueue() {
     timeline_.End(name);
     if (!shutting_down_reason_.empty()) {
       Finish(request, Status::Aborted(shutting_down_reason_), nullptr);
+      continue;
+    }
+    if (IsNeighborOp(request.op.kind)) {
+      neighbor_->Add(std::move(request));  // talks to its peers only: no negotiation
       continue;
     }
     timeline_.Begin(name, "NEGOTIATING");
@@ -261,6 +281,10 @@ void Engine::Handle(const std::vector<Response>& responses) {
         break;
       case ResponseType::kShuttingDown:
         shutting_down_reason_ = response.error;
+        // What a rank sent before it shut down may still sit unread on the
+        // neighbor channel (another communicator, so no ordering with this
+        // response): take it first, so calls it completes are not failed.
+        neighbor_->Poll();
         FailAllPending(response.error);
         break;
       case ResponseType::kFinal: {
@@ -300,7 +324,15 @@ void Engine::FinishBatch(const std::vector<PendingRequest*>& batch, const Status
   handles_.CompleteAll(ids, status);
 }
 
+void Engine::CheckNeighborStalls() {
+  const auto now = Clock::now();
+  if (std::chrono::duration<double>(now - last_neighbor_stall_check_).count() < 1.0) return;
+  last_neighbor_stall_check_ = now;
+  neighbor_->CheckStalls(config_.stall_warning_s, config_.stall_shutdown_s);
+}
+
 void Engine::FailAllPending(const std::string& reason) {
+  neighbor_->FailAll(reason);
   for (auto& [name, request] : pending_) Finish(request, Status::Aborted(reason), nullptr);
   pending_.clear();
   unsent_.clear();
@@ -321,7 +353,8 @@ void Engine::Idle(bool did_work) {
     last_activity_ = now;
     return;
   }
-  const bool awaiting = !pending_.empty() || (coordinator_ && coordinator_->pending_names() > 0);
+  const bool awaiting = !pending_.empty() || neighbor_->busy() ||
+                        (coordinator_ && coordinator_->pending_names() > 0);
   if (size_ > 1 && awaiting && now - last_activity_ < kSpinWindow) {
     // A response (or a peer's announcement) is due within microseconds on a
     // shared-memory job: yielding beats any sleep, whose wake-up alone costs
@@ -331,15 +364,21 @@ void Engine::Idle(bool did_work) {
   }
   std::unique_lock<std::mutex> lock(mutex_);
   if (!queue_.empty() || (stop_requested_ && !shutdown_announced_)) return;
-  const bool must_poll = size_ > 1 && (rank_ == 0 || !pending_.empty() || shutdown_announced_);
-  if (!unsent_.empty()) {
+  const bool must_poll = size_ > 1 && (rank_ == 0 || !pending_.empty() || neighbor_->busy() ||
+                                       shutdown_announced_);
+  if (!unsent_.empty() || neighbor_->has_unsent()) {
     // Fusion window: sleep until it ends or a thread starts waiting.
-    wake_.wait_until(lock, AnnounceDeadline(),
-                     [this] { return flush_requested_ || !queue_.empty(); });
+    auto deadline = Clock::time_point::max();
+    if (!unsent_.empty()) deadline = AnnounceDeadline();
+    if (neighbor_->has_unsent()) deadline = std::min(deadline, neighbor_->flush_deadline());
+    wake_.wait_until(lock, deadline, [this] { return flush_requested_ || !queue_.empty(); });
     return;
   }
   if (!must_poll) {
-    wake_.wait(lock, [this] { return !queue_.empty() || stop_requested_; });
+    // Nothing in flight. Still look for neighbours' messages now and then: a
+    // rank whose call ended must answer a late topology-check notice.
+    wake_.wait_for(lock, kIdlePollInterval,
+                   [this] { return !queue_.empty() || stop_requested_; });
     return;
   }
   idle_sleep_us_ = std::clamp(idle_sleep_us_ * 2, kMinSleepUs, kMaxSleepUs);

@@ -30,18 +30,14 @@
 #include "engine/coordinator.h"
 #include "engine/counters.h"
 #include "engine/handle_table.h"
+#include "engine/pending_request.h"
 #include "engine/timeline.h"
+#include "neighbor/neighbor_exchange.h"
 #include "ops/op_signature.h"
 #include "transport/transport.h"
 
 namespace flock {
 
-struct PendingRequest {
-  HandleId handle = 0;
-  OpRequest op;       // kind, name, input, reduction, root, group, local rejection
-  TensorView output;  // allreduce: where the result goes (may be the input)
-  Clock::time_point submitted;
-};
 
 class Engine {
  public:
@@ -69,6 +65,7 @@ class Engine {
   bool SendReady();
   bool PollControl();
   void CheckStalls();
+  void CheckNeighborStalls();
   void Handle(const std::vector<Response>& responses);
   void Execute(const Response& response);
   void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered);
@@ -104,6 +101,8 @@ class Engine {
   Clock::time_point last_unsent_;
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<NeighborExchange> neighbor_;  // neighbor ops: no coordinator
+  Clock::time_point last_neighbor_stall_check_;
   bool shutdown_announced_ = false;
   bool finished_ = false;
   std::string shutting_down_reason_;

@@ -1,64 +1,9 @@
 #include "engine/wire.h"
 
-#include <cstring>
+#include "engine/byte_io.h"
 
 namespace flock {
 namespace {
-
-class Writer {
- public:
-  template <typename T>
-  void Put(const T& value) {
-    const char* p = reinterpret_cast<const char*>(&value);
-    bytes_.insert(bytes_.end(), p, p + sizeof(T));
-  }
-  void PutString(const std::string& s) {
-    Put(static_cast<uint32_t>(s.size()));
-    bytes_.insert(bytes_.end(), s.begin(), s.end());
-  }
-  template <typename T>
-  void PutVector(const std::vector<T>& v) {
-    Put(static_cast<uint32_t>(v.size()));
-    for (const T& x : v) Put(x);
-  }
-  std::vector<char> Take() { return std::move(bytes_); }
-
- private:
-  std::vector<char> bytes_;
-};
-
-// Reads what Writer wrote; any overrun marks the message as corrupt.
-class Reader {
- public:
-  explicit Reader(const std::vector<char>& bytes) : bytes_(bytes) {}
-  template <typename T>
-  bool Get(T* value) {
-    if (pos_ + sizeof(T) > bytes_.size()) return false;
-    std::memcpy(value, bytes_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  bool GetString(std::string* s) {
-    uint32_t n = 0;
-    if (!Get(&n) || pos_ + n > bytes_.size()) return false;
-    s->assign(bytes_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  template <typename T>
-  bool GetVector(std::vector<T>* v) {
-    uint32_t n = 0;
-    if (!Get(&n) || pos_ + static_cast<size_t>(n) * sizeof(T) > bytes_.size()) return false;
-    v->resize(n);
-    for (uint32_t i = 0; i < n; ++i) Get(&(*v)[i]);
-    return true;
-  }
-  bool done() const { return pos_ == bytes_.size(); }
-
- private:
-  const std::vector<char>& bytes_;
-  size_t pos_ = 0;
-};
 
 Status Corrupt(const char* what) {
   return Status::Internal(std::string("corrupt engine ") + what + " message");

@@ -73,6 +73,8 @@ const char* OpKindName(OpKind kind) {
     case OpKind::kBroadcast: return "broadcast";
     case OpKind::kAllgather: return "allgather";
     case OpKind::kBarrier: return "barrier";
+    case OpKind::kNeighborAllreduce: return "neighbor_allreduce";
+    case OpKind::kNeighborAllgather: return "neighbor_allgather";
   }
   return "unknown op";
 }

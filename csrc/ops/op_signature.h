@@ -11,17 +11,29 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/reduce_kernels.h"
 #include "common/status.h"
 #include "common/tensor_view.h"
+#include "neighbor/neighbor_plan.h"
 #include "transport/transport.h"
 
 namespace flock {
 
-enum class OpKind : int64_t { kAllreduce = 1, kBroadcast = 2, kAllgather = 3, kBarrier = 4 };
+enum class OpKind : int64_t {
+  kAllreduce = 1,
+  kBroadcast = 2,
+  kAllgather = 3,
+  kBarrier = 4,
+  kNeighborAllreduce = 5,  // neighbor ops bypass the coordinator (see neighbor/)
+  kNeighborAllgather = 6,
+};
+inline bool IsNeighborOp(OpKind kind) {
+  return kind == OpKind::kNeighborAllreduce || kind == OpKind::kNeighborAllgather;
+}
 const char* OpKindName(OpKind kind);
 
 constexpr int kSignatureMaxDims = 8;
@@ -48,6 +60,12 @@ struct OpRequest {
   int root = 0;
   CommGroup group = CommGroup::kWorld;
   Status local_status;  // rejection found on this rank before negotiating
+  // Neighbor ops: who to talk to, with which weights (null for global ops) and,
+  // when the call was rejected here, the ranks to tell so they do not wait.
+  std::shared_ptr<const NeighborPlan> neighbor;
+  std::vector<int> notify_on_reject;
+  // Matched by the number of earlier unnamed calls of this op, not by name.
+  bool auto_named = false;
 };
 
 inline OpRequest MakeRequest(OpKind kind, std::string name, const TensorView& tensor) {

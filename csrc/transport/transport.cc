@@ -8,6 +8,7 @@ const char* CommGroupName(CommGroup group) {
     case CommGroup::kLocal: return "local";
     case CommGroup::kCross: return "cross";
     case CommGroup::kControl: return "control";
+    case CommGroup::kNeighbor: return "neighbor";
   }
   return "?";
 }

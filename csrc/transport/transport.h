@@ -17,9 +17,13 @@
 namespace flock {
 
 // kControl is the world again, on a communicator of its own for the engine's
-// negotiation messages, so they never meet data traffic.
-enum class CommGroup : uint8_t { kWorld = 0, kLocal, kCross, kControl };
-constexpr int kNumCommGroups = 4;
+// negotiation messages, so they never meet data traffic; kNeighbor is the world
+// once more, for the point-to-point traffic of neighbor ops.
+enum class CommGroup : uint8_t { kWorld = 0, kLocal, kCross, kControl, kNeighbor };
+constexpr int kNumCommGroups = 5;
+
+// A point-to-point transfer in progress (StartSend / StartRecv).
+using TransferId = int64_t;
 
 const char* CommGroupName(CommGroup group);
 
@@ -61,6 +65,15 @@ class Transport {
                                   std::vector<char>* bytes) = 0;
   // Completes what it can of the posted sends; true when none is left.
   virtual Result<bool> ProgressSends() = 0;
+
+  // Point-to-point transfers straight from / into caller memory, which must
+  // stay valid until TestTransfer returns true (the id is then released).
+  // Transfers between two ranks with one tag match in the order they started.
+  virtual Result<TransferId> StartSend(const void* buffer, int64_t bytes, int dest, int tag,
+                                       CommGroup group) = 0;
+  virtual Result<TransferId> StartRecv(void* buffer, int64_t bytes, int source, int tag,
+                                       CommGroup group) = 0;
+  virtual Result<bool> TestTransfer(TransferId id) = 0;
 
   // Ends every process of the job with `code` (used when a rank fails for good).
   virtual void Abort(int code) = 0;

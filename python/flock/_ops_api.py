@@ -6,6 +6,7 @@ dict for the framework module to put in its namespace.
 """
 
 from flock import _collectives as c
+from flock import _neighbor as n
 
 
 def make_ops(adapter):
@@ -52,11 +53,64 @@ def make_ops(adapter):
         """Every rank's tensor concatenated along dim 0 (dim 0 may differ between ranks)."""
         return c.synchronize(allgather_nonblocking(tensor, name))
 
+    def neighbor_allreduce_nonblocking(tensor, self_weight=None, src_weights=None,
+                                       dst_weights=None, enable_topo_check=True, name=None):
+        """Starts a neighbor_allreduce (see neighbor_allreduce) and returns its handle."""
+        return n.neighbor_allreduce_nonblocking(adapter, tensor, self_weight, src_weights,
+                                                dst_weights, enable_topo_check, name)
+
+    def neighbor_allreduce_nonblocking_(tensor, self_weight=None, src_weights=None,
+                                        dst_weights=None, enable_topo_check=True, name=None):
+        """Starts an in-place neighbor_allreduce and returns its handle."""
+        return n.neighbor_allreduce_nonblocking(adapter, tensor, self_weight, src_weights,
+                                                dst_weights, enable_topo_check, name, inplace=True)
+
+    def neighbor_allreduce(tensor, self_weight=None, src_weights=None, dst_weights=None,
+                           enable_topo_check=True, name=None):
+        """Weighted average with the neighbours: self_weight·t + Σ src_weights[j]·t_j.
+
+        Without weights: the static topology's (weighted, or uniform 1/(indegree+1)).
+        ``dst_weights`` (list of ranks, or {rank: weight}) makes this call's topology
+        dynamic; ``self_weight`` and ``src_weights`` then say what this rank receives.
+        Only the ranks this call sends to or receives from are involved.
+        """
+        return c.synchronize(neighbor_allreduce_nonblocking(
+            tensor, self_weight, src_weights, dst_weights, enable_topo_check, name))
+
+    def neighbor_allreduce_(tensor, self_weight=None, src_weights=None, dst_weights=None,
+                            enable_topo_check=True, name=None):
+        """Like neighbor_allreduce, writing the result into ``tensor`` (returned)."""
+        return c.synchronize(neighbor_allreduce_nonblocking_(
+            tensor, self_weight, src_weights, dst_weights, enable_topo_check, name))
+
+    def neighbor_allgather_nonblocking(tensor, src_ranks=None, dst_ranks=None, name=None):
+        return n.neighbor_allgather_nonblocking(adapter, tensor, src_ranks, dst_ranks, name)
+
+    def neighbor_allgather(tensor, src_ranks=None, dst_ranks=None, name=None):
+        """The in-neighbours' tensors concatenated on dim 0 (in_neighbor_ranks() order, or
+        ``src_ranks`` order when ``src_ranks`` and ``dst_ranks`` give this call's peers)."""
+        return c.synchronize(neighbor_allgather_nonblocking(tensor, src_ranks, dst_ranks, name))
+
+    def pair_gossip_nonblocking(tensor, target_rank, self_weight=0.5, pair_weight=0.5, name=None):
+        return n.pair_gossip_nonblocking(adapter, tensor, target_rank, self_weight, pair_weight,
+                                         name)
+
+    def pair_gossip(tensor, target_rank, self_weight=0.5, pair_weight=0.5, name=None):
+        """self_weight·t + pair_weight·(target_rank's t); target_rank pairs with this rank."""
+        return c.synchronize(pair_gossip_nonblocking(tensor, target_rank, self_weight,
+                                                     pair_weight, name))
+
     ops = dict(allreduce_nonblocking=allreduce_nonblocking,
                allreduce_nonblocking_=allreduce_nonblocking_, allreduce=allreduce,
                allreduce_=allreduce_, broadcast_nonblocking=broadcast_nonblocking,
                broadcast_nonblocking_=broadcast_nonblocking_, broadcast=broadcast,
                broadcast_=broadcast_, allgather_nonblocking=allgather_nonblocking,
-               allgather=allgather, barrier=c.barrier, synchronize=c.synchronize,
+               allgather=allgather, barrier=c.barrier,
+               neighbor_allreduce_nonblocking=neighbor_allreduce_nonblocking,
+               neighbor_allreduce_nonblocking_=neighbor_allreduce_nonblocking_,
+               neighbor_allreduce=neighbor_allreduce, neighbor_allreduce_=neighbor_allreduce_,
+               neighbor_allgather_nonblocking=neighbor_allgather_nonblocking,
+               neighbor_allgather=neighbor_allgather,
+               pair_gossip_nonblocking=pair_gossip_nonblocking, pair_gossip=pair_gossip, synchronize=c.synchronize,
                wait=c.synchronize, poll=c.poll)
     return ops

@@ -70,6 +70,7 @@ Status MpiTransport::Init(int local_size_override) {
   FLOCK_MPI_CHECK(MPI_Comm_split(world, local_rank, world_rank, &cross));
 
   FLOCK_MPI_CHECK(MPI_Comm_dup(world, &comms_[static_cast<int>(CommGroup::kControl)]));
+  FLOCK_MPI_CHECK(MPI_Comm_dup(world, &comms_[static_cast<int>(CommGroup::kNeighbor)]));
 
   for (int g = 0; g < kNumCommGroups; ++g) {
     FLOCK_MPI_CHECK(MPI_Comm_set_errhandler(comms_[g], MPI_ERRORS_RETURN));
@@ -85,6 +86,13 @@ MpiTransport::~MpiTransport() {
   MPI_Finalized(&finalized);
   types_.Free();
   if (finalized) return;
+  for (auto& [id, requests] : transfers_) {
+    for (MPI_Request& request : requests) {
+      if (request == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&request);
+      MPI_Request_free(&request);
+    }
+  }
   for (PostedSend& send : posted_sends_) {
     // Undelivered control messages at teardown are abandoned, not waited for.
     MPI_Cancel(&send.request);
@@ -208,6 +216,52 @@ Result<bool> MpiTransport::ProgressSends() {
     it = done ? posted_sends_.erase(it) : std::next(it);
   }
   return posted_sends_.empty();
+}
+
+// MPI counts are ints: a transfer is cut into messages of at most this many bytes.
+constexpr int64_t kMaxMessageBytes = INT_MAX;
+
+Result<TransferId> MpiTransport::StartSend(const void* buffer, int64_t bytes, int dest, int tag,
+                                           CommGroup group) {
+  std::vector<MPI_Request> requests;
+  const char* data = static_cast<const char*>(buffer);
+  int64_t offset = 0;
+  do {
+    const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - offset));
+    requests.push_back(MPI_REQUEST_NULL);
+    FLOCK_MPI_CHECK(MPI_Isend(data + offset, n, MPI_BYTE, dest, tag, comm(group), &requests.back()));
+    offset += n;
+  } while (offset < bytes);
+  const TransferId id = next_transfer_++;
+  transfers_.emplace(id, std::move(requests));
+  return id;
+}
+
+Result<TransferId> MpiTransport::StartRecv(void* buffer, int64_t bytes, int source, int tag,
+                                           CommGroup group) {
+  std::vector<MPI_Request> requests;
+  char* data = static_cast<char*>(buffer);
+  int64_t offset = 0;
+  do {
+    const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - offset));
+    requests.push_back(MPI_REQUEST_NULL);
+    FLOCK_MPI_CHECK(
+        MPI_Irecv(data + offset, n, MPI_BYTE, source, tag, comm(group), &requests.back()));
+    offset += n;
+  } while (offset < bytes);
+  const TransferId id = next_transfer_++;
+  transfers_.emplace(id, std::move(requests));
+  return id;
+}
+
+Result<bool> MpiTransport::TestTransfer(TransferId id) {
+  auto it = transfers_.find(id);
+  if (it == transfers_.end()) return Status::Internal("unknown transfer " + std::to_string(id));
+  int done = 0;
+  FLOCK_MPI_CHECK(MPI_Testall(static_cast<int>(it->second.size()), it->second.data(), &done,
+                              MPI_STATUSES_IGNORE));
+  if (done) transfers_.erase(it);
+  return done != 0;
 }
 
 void MpiTransport::Abort(int code) {

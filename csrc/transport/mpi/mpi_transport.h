@@ -3,7 +3,7 @@
 // Initializes MPI with MPI_THREAD_MULTIPLE unless someone (mpi4py, a host
 // program) already did, and then leaves finalization to them. Keeps three
 // private communicators (duplicates, so user MPI traffic never collides):
-// world, local (one machine: the MPI shared-memory group, or blocks of
+// world, control, neighbor, local (one machine: the MPI shared-memory group, or blocks of
 // `local_size_override` ranks for tests) and cross (same local rank on every
 // machine). Errors on these communicators are returned, never fatal.
 #pragma once
@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <list>
+#include <unordered_map>
 #include <memory>
 #include <vector>
 
@@ -41,6 +42,11 @@ class MpiTransport final : public Transport {
   Result<bool> TryReceive(int source, int tag, CommGroup group, int* from,
                           std::vector<char>* bytes) override;
   Result<bool> ProgressSends() override;
+  Result<TransferId> StartSend(const void* buffer, int64_t bytes, int dest, int tag,
+                               CommGroup group) override;
+  Result<TransferId> StartRecv(void* buffer, int64_t bytes, int source, int tag,
+                               CommGroup group) override;
+  Result<bool> TestTransfer(TransferId id) override;
   void Abort(int code) override;
   bool threads_supported() const override { return thread_level_ == MPI_THREAD_MULTIPLE; }
 
@@ -57,10 +63,14 @@ class MpiTransport final : public Transport {
     std::vector<char> bytes;
   };
 
-  MPI_Comm comms_[kNumCommGroups] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
-  int ranks_[kNumCommGroups] = {0, 0, 0, 0};
-  int sizes_[kNumCommGroups] = {1, 1, 1, 1};
-  std::list<PostedSend> posted_sends_;  // a list: MPI holds pointers into each buffer
+  MPI_Comm comms_[kNumCommGroups] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL,
+                                     MPI_COMM_NULL};
+  int ranks_[kNumCommGroups] = {0, 0, 0, 0, 0};
+  int sizes_[kNumCommGroups] = {1, 1, 1, 1, 1};
+  std::list<PostedSend> posted_sends_;
+  // A transfer over 2 GiB travels as several messages, hence several requests.
+  std::unordered_map<TransferId, std::vector<MPI_Request>> transfers_;
+  TransferId next_transfer_ = 1;  // a list: MPI holds pointers into each buffer
   int thread_level_ = MPI_THREAD_SINGLE;
   MpiTypes types_;
 };

@@ -9,10 +9,7 @@ from flock.errors import (FlockAbortedError, FlockError, FlockInvalidArgumentErr
 from flock.reduce_op import Average, Max, Min, Product, ReduceOp, Sum  # noqa: F401
 from flock._topology_exports import *  # noqa: F401,F403  (set_topology, ExponentialGraph, ...)
 from flock.timeline import timeline_start, timeline_stop  # noqa: F401
-from flock.torch.ops import (allgather, allgather_nonblocking, allreduce,  # noqa: F401
-                             allreduce_, allreduce_nonblocking, allreduce_nonblocking_, barrier,
-                             broadcast, broadcast_, broadcast_nonblocking, broadcast_nonblocking_,
-                             poll, synchronize, wait)
+from flock.torch.ops import *  # noqa: F401,F403  (allreduce, neighbor_allreduce, ...)
 from flock.timeline import (timeline_context, timeline_end_activity,  # noqa: F401
                             timeline_start_activity)
 from flock.engine import engine_counters  # noqa: F401

@@ -12,4 +12,7 @@ globals().update(make_ops(_adapter))
 
 __all__ = ["allreduce", "allreduce_", "allreduce_nonblocking", "allreduce_nonblocking_",
            "broadcast", "broadcast_", "broadcast_nonblocking", "broadcast_nonblocking_",
-           "allgather", "allgather_nonblocking", "barrier", "synchronize", "wait", "poll"]
+           "allgather", "allgather_nonblocking", "barrier", "synchronize", "wait", "poll",
+           "neighbor_allreduce", "neighbor_allreduce_", "neighbor_allreduce_nonblocking",
+           "neighbor_allreduce_nonblocking_", "neighbor_allgather", "neighbor_allgather_nonblocking",
+           "pair_gossip", "pair_gossip_nonblocking"]

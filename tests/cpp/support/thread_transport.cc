@@ -98,17 +98,50 @@ Status ThreadTransport::Recv(void*, int64_t, int, int, CommGroup) {
   return Status::Unsupported("ThreadTransport has no blocking point-to-point");
 }
 
-Status ThreadTransport::PostSend(std::vector<char> bytes, int dest, int tag, CommGroup) {
-  world_.Post(dest, {rank_, tag, std::move(bytes)});
+namespace {
+// One mailbox serves every group: the group goes into the tag.
+int MailboxTag(int tag, CommGroup group) {
+  return tag * kNumCommGroups + static_cast<int>(group);
+}
+}  // namespace
+
+Status ThreadTransport::PostSend(std::vector<char> bytes, int dest, int tag, CommGroup group) {
+  world_.Post(dest, {rank_, MailboxTag(tag, group), std::move(bytes)});
   return Status::OK();
 }
 
-Result<bool> ThreadTransport::TryReceive(int source, int tag, CommGroup, int* from,
+Result<bool> ThreadTransport::TryReceive(int source, int tag, CommGroup group, int* from,
                                          std::vector<char>* bytes) {
   ThreadWorld::Message message;
-  if (!world_.Take(rank_, source, tag, &message)) return false;
+  if (!world_.Take(rank_, source, MailboxTag(tag, group), &message)) return false;
   *from = message.from;
   *bytes = std::move(message.bytes);
+  return true;
+}
+
+Result<TransferId> ThreadTransport::StartSend(const void* buffer, int64_t bytes, int dest, int tag,
+                                              CommGroup group) {
+  const char* data = static_cast<const char*>(buffer);
+  world_.Post(dest, {rank_, MailboxTag(tag, group), std::vector<char>(data, data + bytes)});
+  return next_transfer_++;  // never registered: TestTransfer reports it done
+}
+
+Result<TransferId> ThreadTransport::StartRecv(void* buffer, int64_t bytes, int source, int tag,
+                                              CommGroup group) {
+  const TransferId id = next_transfer_++;
+  recvs_[id] = PendingRecv{buffer, bytes, source, MailboxTag(tag, group)};
+  return id;
+}
+
+Result<bool> ThreadTransport::TestTransfer(TransferId id) {
+  auto it = recvs_.find(id);
+  if (it == recvs_.end()) return true;  // a send
+  ThreadWorld::Message message;
+  if (!world_.Take(rank_, it->second.source, it->second.tag, &message)) return false;
+  if (static_cast<int64_t>(message.bytes.size()) != it->second.bytes)
+    return Status::Internal("thread transport: message size differs from the receive");
+  std::memcpy(it->second.buffer, message.bytes.data(), message.bytes.size());
+  recvs_.erase(it);
   return true;
 }
 

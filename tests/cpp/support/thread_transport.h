@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "transport/transport.h"
@@ -67,14 +68,29 @@ class ThreadTransport final : public Transport {
   Result<bool> TryReceive(int source, int tag, CommGroup group, int* from,
                           std::vector<char>* bytes) override;
   Result<bool> ProgressSends() override { return true; }
+  // Sends are eager copies (done at once); a receive completes when its
+  // message is there.
+  Result<TransferId> StartSend(const void* buffer, int64_t bytes, int dest, int tag,
+                               CommGroup group) override;
+  Result<TransferId> StartRecv(void* buffer, int64_t bytes, int source, int tag,
+                               CommGroup group) override;
+  Result<bool> TestTransfer(TransferId id) override;
   void Abort(int code) override;
   bool threads_supported() const override { return true; }
 
  private:
+  struct PendingRecv {
+    void* buffer;
+    int64_t bytes;
+    int source;
+    int tag;
+  };
   void Deposit(const void* data, int64_t bytes);
 
   ThreadWorld& world_;
   int rank_;
+  std::unordered_map<TransferId, PendingRecv> recvs_;
+  TransferId next_transfer_ = 1;
 };
 
 }  // namespace flock::testing

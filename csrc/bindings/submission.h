@@ -1,0 +1,40 @@
+// Submission: a request being assembled from Python arguments by an
+// enqueue_* binding — its tensors (kept alive by the handle until it is
+// waited for) and any reason this rank rejects it, which is still submitted so
+// the other ranks fail the op instead of waiting.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings/dlpack_tensor.h"
+#include "engine/handle_table.h"
+#include "ops/op_signature.h"
+
+namespace flock {
+
+using KeepAlive = std::vector<DlpackTensor>;
+
+struct Submission {
+  OpRequest op;
+  TensorView output;
+  std::shared_ptr<KeepAlive> keep_alive = std::make_shared<KeepAlive>();
+};
+
+// Adds the capsule's tensor to the submission; returns its view (or records
+// why it cannot be used in the request's local status).
+TensorView Take(Submission& s, const pybind11::object& capsule,
+                const std::optional<std::string>& dtype_override);
+
+// A submission of `kind` named `name` (or auto-named), rejected from the start
+// when Python already found `local_error`.
+Submission Begin(OpKind kind, const std::optional<std::string>& name,
+                 const std::optional<std::string>& local_error);
+
+HandleId Submit(Submission s);
+
+}  // namespace flock

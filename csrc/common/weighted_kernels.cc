@@ -1,0 +1,78 @@
+#include "common/weighted_kernels.h"
+
+#include <cstring>
+
+#include "common/arith.h"
+
+namespace flock {
+namespace {
+
+template <typename T>
+void StoreTyped(void* acc_raw, const void* x_raw, double w, int64_t count) {
+  using C = typename Arith<T>::Compute;
+  auto* __restrict acc = static_cast<C*>(acc_raw);
+  const auto* __restrict x = static_cast<const T*>(x_raw);
+  const C cw = static_cast<C>(w);
+  for (int64_t i = 0; i < count; ++i) acc[i] = cw * Arith<T>::Load(x[i]);
+}
+
+template <typename T>
+void AccumulateTyped(void* acc_raw, const void* x_raw, double w, int64_t count) {
+  using C = typename Arith<T>::Compute;
+  auto* __restrict acc = static_cast<C*>(acc_raw);
+  const auto* __restrict x = static_cast<const T*>(x_raw);
+  const C cw = static_cast<C>(w);
+  for (int64_t i = 0; i < count; ++i) acc[i] += cw * Arith<T>::Load(x[i]);
+}
+
+template <typename T>
+void NarrowTyped(void* out_raw, const void* acc_raw, int64_t count) {
+  auto* __restrict out = static_cast<T*>(out_raw);
+  const auto* __restrict acc = static_cast<const float*>(acc_raw);
+  for (int64_t i = 0; i < count; ++i) out[i] = Arith<T>::Store(acc[i]);
+}
+
+Status NotFloating(DataType dtype) {
+  return Status::Unsupported(std::string("a weighted average needs a floating-point dtype, got ") +
+                             DataTypeName(dtype));
+}
+
+}  // namespace
+
+DataType AccumulatorType(DataType dtype) {
+  return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16 ? DataType::kFloat32 : dtype;
+}
+
+Status WeightedStore(void* acc, const void* x, DataType dtype, double w, int64_t count) {
+  switch (dtype) {
+    case DataType::kFloat16: StoreTyped<Float16>(acc, x, w, count); return Status::OK();
+    case DataType::kBFloat16: StoreTyped<BFloat16>(acc, x, w, count); return Status::OK();
+    case DataType::kFloat32: StoreTyped<float>(acc, x, w, count); return Status::OK();
+    case DataType::kFloat64: StoreTyped<double>(acc, x, w, count); return Status::OK();
+    default: return NotFloating(dtype);
+  }
+}
+
+Status WeightedAccumulate(void* acc, const void* x, DataType dtype, double w, int64_t count) {
+  switch (dtype) {
+    case DataType::kFloat16: AccumulateTyped<Float16>(acc, x, w, count); return Status::OK();
+    case DataType::kBFloat16: AccumulateTyped<BFloat16>(acc, x, w, count); return Status::OK();
+    case DataType::kFloat32: AccumulateTyped<float>(acc, x, w, count); return Status::OK();
+    case DataType::kFloat64: AccumulateTyped<double>(acc, x, w, count); return Status::OK();
+    default: return NotFloating(dtype);
+  }
+}
+
+Status StoreAccumulator(void* out, const void* acc, DataType dtype, int64_t count) {
+  switch (dtype) {
+    case DataType::kFloat16: NarrowTyped<Float16>(out, acc, count); return Status::OK();
+    case DataType::kBFloat16: NarrowTyped<BFloat16>(out, acc, count); return Status::OK();
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+      if (out != acc) std::memcpy(out, acc, static_cast<size_t>(count) * DataTypeSize(dtype));
+      return Status::OK();
+    default: return NotFloating(dtype);
+  }
+}
+
+}  // namespace flock

@@ -1,0 +1,26 @@
+// Kernels for weighted averages (neighbor ops): out = w0·x0 + Σ wj·xj built up
+// one contribution at a time, in an *accumulator* of AccumulatorType(dtype) —
+// float32 for float16/bfloat16 (so rounding happens once, at the end), the
+// dtype itself otherwise. Floating dtypes only.
+#pragma once
+
+#include <cstdint>
+
+#include "common/data_type.h"
+#include "common/status.h"
+
+namespace flock {
+
+DataType AccumulatorType(DataType dtype);
+
+// acc[i] = w * x[i]; `x` holds `dtype` elements, `acc` AccumulatorType(dtype) ones.
+Status WeightedStore(void* acc, const void* x, DataType dtype, double w, int64_t count);
+
+// acc[i] += w * x[i].
+Status WeightedAccumulate(void* acc, const void* x, DataType dtype, double w, int64_t count);
+
+// out[i] = acc[i] rounded to `dtype` (a copy when the types are the same; out may alias acc
+// only then).
+Status StoreAccumulator(void* out, const void* acc, DataType dtype, int64_t count);
+
+}  // namespace flock

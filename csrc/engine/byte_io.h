@@ -1,0 +1,80 @@
+// Writer / Reader: the flat byte encoding of every engine message (host byte
+// order: all ranks of a job run the same build on the same architecture).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace flock {
+
+class Writer {
+ public:
+  template <typename T>
+  void Put(const T& value) {
+    const char* p = reinterpret_cast<const char*>(&value);
+    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+  }
+  void PutString(const std::string& s) {
+    Put(static_cast<uint32_t>(s.size()));
+    bytes_.insert(bytes_.end(), s.begin(), s.end());
+  }
+  template <typename T>
+  void PutVector(const std::vector<T>& v) {
+    Put(static_cast<uint32_t>(v.size()));
+    for (const T& x : v) Put(x);
+  }
+  // Appends raw bytes (a tensor's payload) without a length prefix.
+  void PutBytes(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    bytes_.insert(bytes_.end(), p, p + n);
+  }
+  void Reserve(size_t n) { bytes_.reserve(n); }
+  std::vector<char> Take() { return std::move(bytes_); }
+
+ private:
+  std::vector<char> bytes_;
+};
+
+// Reads what Writer wrote; any overrun marks the message as corrupt.
+class Reader {
+ public:
+  explicit Reader(const std::vector<char>& bytes) : bytes_(bytes) {}
+  template <typename T>
+  bool Get(T* value) {
+    if (pos_ + sizeof(T) > bytes_.size()) return false;
+    std::memcpy(value, bytes_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool GetString(std::string* s) {
+    uint32_t n = 0;
+    if (!Get(&n) || pos_ + n > bytes_.size()) return false;
+    s->assign(bytes_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  template <typename T>
+  bool GetVector(std::vector<T>* v) {
+    uint32_t n = 0;
+    if (!Get(&n) || pos_ + static_cast<size_t>(n) * sizeof(T) > bytes_.size()) return false;
+    v->resize(n);
+    for (uint32_t i = 0; i < n; ++i) Get(&(*v)[i]);
+    return true;
+  }
+  // Skips n raw bytes, returning where they start (or -1 past the end).
+  int64_t Skip(size_t n) {
+    if (pos_ + n > bytes_.size()) return -1;
+    const size_t at = pos_;
+    pos_ += n;
+    return static_cast<int64_t>(at);
+  }
+  bool done() const { return pos_ == bytes_.size(); }
+
+ private:
+  const std::vector<char>& bytes_;
+  size_t pos_ = 0;
+};
+
+}  // namespace flock

@@ -1,0 +1,18 @@
+// PendingRequest: one submitted op as the engine thread holds it.
+#pragma once
+
+#include <chrono>
+
+#include "engine/handle_table.h"
+#include "ops/op_signature.h"
+
+namespace flock {
+
+struct PendingRequest {
+  HandleId handle = 0;
+  OpRequest op;       // kind, name, input, reduction, root, group, local rejection
+  TensorView output;  // where the result goes (may be the input); unused by allgathers
+  std::chrono::steady_clock::time_point submitted;
+};
+
+}  // namespace flock

@@ -1,0 +1,162 @@
+// NeighborExchange: how the engine thread carries out neighbor ops, talking
+// only to the ranks each call sends to or receives from.
+//
+// Vocabulary:
+//   call      one submitted neighbor op, matched with its peers' calls by
+//             (name, seq); seq counts this rank's earlier submissions of the
+//             name (of the op, for unnamed calls), so no agreement is needed.
+//   outbox    entries waiting to go to one peer; all entries for a peer leave
+//             together in one control message when the outbox is flushed
+//             (once a thread waits, or a cycle after the last submission).
+//   inline    a small tensor travels inside the control message; a larger one
+//             in its own data message (a "lane") straight from the input.
+//   mailbox   entries that arrived before this rank submitted their call.
+//   resolved  a peer of a call is done with: its data reduced (or sent and,
+//             with the topology check, confirmed), or the pair failed.
+//
+// Receive-side reduction: out = self_weight·x first, then each contribution is
+// added as it lands — from the control message, or through one scratch buffer
+// per call for lanes, one lane at a time — so a call holds at most about one
+// extra tensor, never one per neighbour. float16/bfloat16 accumulate in
+// float32. A failing pair (mismatch, rejected call) fails the call on both
+// ranks with a message naming them; the call still completes its exchanges
+// with its other peers, so they are not left waiting.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/counters.h"
+#include "engine/pending_request.h"
+#include "engine/timeline.h"
+#include "neighbor/neighbor_wire.h"
+#include "transport/transport.h"
+
+namespace flock {
+
+class NeighborExchange {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using FinishFn =
+      std::function<void(PendingRequest&, Status, std::shared_ptr<GatheredTensor> gathered)>;
+
+  struct Options {
+    int64_t inline_limit_bytes = 64 << 10;  // larger tensors travel in lanes
+    int64_t message_limit_bytes = 64 << 20;  // inline bytes per control message
+    double cycle_time_ms = 5;
+  };
+
+  NeighborExchange(Transport& transport, Options options, EngineCounters& counters,
+                   Timeline& timeline, FinishFn finish);
+
+  void Add(PendingRequest request);
+  // Receives control messages, progresses transfers, completes calls.
+  bool Poll();
+  // Sends the outboxes when due (or now, with `force`); true when it sent.
+  bool Flush(bool force);
+  // Warns about calls waiting longer than `warn_s` for a peer; fails them past `fail_s` (> 0).
+  void CheckStalls(double warn_s, double fail_s);
+  // Ends every call with `reason` (shutdown).
+  void FailAll(const std::string& reason);
+
+  bool busy() const { return !calls_.empty() || !discards_.empty(); }
+  bool has_unsent() const { return !outbox_.empty(); }
+  Clock::time_point flush_deadline() const;
+
+ private:
+  struct Incoming {
+    int peer = 0;
+    double weight = 1.0;
+    bool resolved = false;
+    bool arrived = false;
+    double scale = 1.0;
+    int32_t lane_tag = -1;
+    int64_t bytes = 0;
+    TransferId transfer = -1;   // allgather: a lane straight into `piece`
+    std::vector<char> piece;    // allgather: this peer's tensor
+    std::vector<int64_t> shape;  // allgather: its shape
+  };
+  struct Outgoing {
+    int peer = 0;
+    double scale = 1.0;
+    bool flushed = false;
+    bool confirmed = false;  // the receiver's notice arrived (or no check)
+    bool rejected = false;
+    TransferId lane = -1;
+  };
+  struct Call {
+    PendingRequest request;
+    std::string match_name;
+    int64_t seq = 0;
+    int64_t count = 0;
+    void* acc = nullptr;  // where the weighted sum builds up (the output, or acc_storage)
+    std::vector<char> acc_storage;
+    std::vector<Incoming> in;
+    std::vector<Outgoing> out;
+    std::vector<char> scratch;  // the one lane buffer of a reduction
+    TransferId scratch_transfer = -1;
+    int scratch_owner = -1;
+    std::deque<int> lane_queue;  // incoming lanes waiting for the scratch buffer
+    Status status;
+    Clock::time_point started;
+    bool stall_warned = false;
+  };
+  struct Outbound {
+    NeighborEntry entry;
+    std::string call_key;  // kData: the call and its index in `out`
+    int out_index = -1;
+  };
+  struct Arrival {
+    int from = 0;
+    NeighborEntry entry;
+    std::shared_ptr<const std::vector<char>> bytes;  // holds inline payloads
+  };
+  struct Discard {
+    TransferId transfer;
+    std::unique_ptr<std::vector<char>> buffer;
+  };
+
+  static std::string Key(const std::string& match_name, int64_t seq);
+  std::string Describe(const Call& call) const;
+  void Route(int from, NeighborEntry entry, const std::shared_ptr<const std::vector<char>>& bytes);
+  void Deliver(Call& call, int from, const NeighborEntry& entry);
+  void DeliverData(Call& call, int from, const NeighborEntry& entry);
+  void DeliverExpect(Call& call, int from, const NeighborEntry& entry);
+  void DeliverReject(Call& call, int from, const NeighborEntry& entry);
+  void HandleStale(int from, const NeighborEntry& entry);
+  Status CheckPeerTensor(const Call& call, int from, const NeighborEntry& entry,
+                         const char* role) const;
+  void FailPair(Call& call, int peer, const Status& status);
+  void Queue(int peer, Outbound outbound);
+  void QueueReject(int peer, const std::string& match_name, int64_t seq, const Status& status);
+  void DrainLane(int from, const NeighborEntry& entry);
+  void StartNextLane(Call& call);
+  bool ProgressCall(Call& call);
+  bool TryComplete(const std::string& key);
+  Status Finalize(Call& call, std::shared_ptr<GatheredTensor>* gathered);
+
+  Transport& transport_;
+  const Options options_;
+  const int rank_;
+  EngineCounters& counters_;
+  Timeline& timeline_;
+  FinishFn finish_;
+
+  std::unordered_map<std::string, Call> calls_;
+  std::unordered_map<std::string, int64_t> next_seq_;  // per match name
+  std::unordered_map<std::string, std::vector<Arrival>> mailbox_;
+  std::map<int, std::vector<Outbound>> outbox_;
+  Clock::time_point first_unsent_, last_unsent_;
+  bool urgent_ = false;  // a reject is waiting: flush without waiting for the cycle
+  std::unordered_map<int, int64_t> lane_counters_;
+  std::vector<Discard> discards_;
+};
+
+}  // namespace flock

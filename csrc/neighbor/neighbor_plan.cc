@@ -1,0 +1,172 @@
+#include "neighbor/neighbor_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "flock/topology/graph.h"
+
+namespace flock {
+namespace {
+
+Status CheckPeer(const char* what, int peer, int rank, int size) {
+  if (peer < 0 || peer >= size) {
+    return Status::InvalidArgument(std::string(what) + " names rank " + std::to_string(peer) +
+                                   ", out of range for " + std::to_string(size) + " ranks");
+  }
+  if (peer == rank) {
+    return Status::InvalidArgument(std::string(what) + " names this rank (" +
+                                   std::to_string(rank) +
+                                   "); its own value is weighted by self_weight");
+  }
+  return Status::OK();
+}
+
+Status CheckWeight(const char* what, double w) {
+  if (!std::isfinite(w)) {
+    return Status::InvalidArgument(std::string(what) + " must be finite, got " + std::to_string(w));
+  }
+  return Status::OK();
+}
+
+// Validated, sorted, without duplicates.
+Result<std::vector<std::pair<int, double>>> CheckedWeights(
+    const char* what, const std::vector<std::pair<int, double>>& weights, int rank, int size) {
+  std::vector<std::pair<int, double>> sorted = weights;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    FLOCK_RETURN_IF_ERROR(CheckPeer(what, sorted[i].first, rank, size));
+    FLOCK_RETURN_IF_ERROR(CheckWeight(what, sorted[i].second));
+    if (i > 0 && sorted[i].first == sorted[i - 1].first) {
+      return Status::InvalidArgument(std::string(what) + " names rank " +
+                                     std::to_string(sorted[i].first) + " twice");
+    }
+  }
+  return sorted;
+}
+
+Status NeedTopology(const topology::Graph* graph, int size) {
+  if (graph == nullptr) {
+    return Status::InvalidArgument(
+        "no topology is set: call set_topology() or pass the peers (dst_weights / dst_ranks)");
+  }
+  if (graph->size() != size) {
+    return Status::Internal("the topology has " + std::to_string(graph->size()) +
+                            " nodes for " + std::to_string(size) + " ranks");
+  }
+  return Status::OK();
+}
+
+std::vector<NeighborSend> StaticSends(const topology::Graph& graph, int rank) {
+  std::vector<NeighborSend> sends;
+  for (int peer : graph.out_neighbors(rank)) sends.push_back({peer, 1.0});
+  return sends;
+}
+
+}  // namespace
+
+Result<NeighborPlan> PlanNeighborAllreduce(const topology::Graph* graph, int rank, int size,
+                                           const NeighborWeights& weights, bool check) {
+  NeighborPlan plan;
+  plan.check = check;
+  if (weights.self_weight.has_value() != weights.src_weights.has_value()) {
+    return Status::InvalidArgument(
+        "self_weight and src_weights must be given together (or neither, for the "
+        "topology's weights)");
+  }
+  if (weights.self_weight) FLOCK_RETURN_IF_ERROR(CheckWeight("self_weight", *weights.self_weight));
+
+  if (weights.dst_weights) {  // dynamic: the call names every peer
+    if (!weights.self_weight) {
+      return Status::InvalidArgument(
+          "dst_weights (a dynamic topology) needs self_weight and src_weights too");
+    }
+    FLOCK_ASSIGN_OR_RETURN(auto dst, CheckedWeights("dst_weights", *weights.dst_weights, rank, size));
+    FLOCK_ASSIGN_OR_RETURN(auto src, CheckedWeights("src_weights", *weights.src_weights, rank, size));
+    plan.dynamic = true;
+    plan.self_weight = *weights.self_weight;
+    for (auto& [peer, w] : dst) plan.sends.push_back({peer, w});
+    for (auto& [peer, w] : src) plan.recvs.push_back({peer, w});
+    return plan;
+  }
+
+  FLOCK_RETURN_IF_ERROR(NeedTopology(graph, size));
+  plan.sends = StaticSends(*graph, rank);
+  const std::vector<int> in = graph->in_neighbors(rank);
+  if (weights.self_weight) {  // static peers, the caller's weights
+    FLOCK_ASSIGN_OR_RETURN(auto src, CheckedWeights("src_weights", *weights.src_weights, rank, size));
+    for (auto& [peer, w] : src) {
+      if (!std::binary_search(in.begin(), in.end(), peer)) {
+        return Status::InvalidArgument(
+            "src_weights names rank " + std::to_string(peer) +
+            ", which is not an in-neighbour of rank " + std::to_string(rank) +
+            " in the topology (pass dst_weights too for a dynamic topology)");
+      }
+    }
+    plan.self_weight = *weights.self_weight;
+    for (int peer : in) {
+      auto it = std::find_if(src.begin(), src.end(), [&](auto& e) { return e.first == peer; });
+      plan.recvs.push_back({peer, it == src.end() ? 0.0 : it->second});  // unlisted: received, unused
+    }
+    return plan;
+  }
+  if (graph->is_weighted()) {
+    plan.self_weight = graph->self_weight(rank);
+    for (int peer : in) plan.recvs.push_back({peer, graph->weight(peer, rank)});
+  } else {
+    const double uniform = 1.0 / static_cast<double>(in.size() + 1);
+    plan.self_weight = uniform;
+    for (int peer : in) plan.recvs.push_back({peer, uniform});
+  }
+  return plan;
+}
+
+Result<NeighborPlan> PlanNeighborAllgather(const topology::Graph* graph, int rank, int size,
+                                           const std::optional<std::vector<int>>& src_ranks,
+                                           const std::optional<std::vector<int>>& dst_ranks) {
+  NeighborPlan plan;
+  plan.reduce = false;
+  plan.self_weight = 0.0;
+  if (src_ranks.has_value() != dst_ranks.has_value()) {
+    return Status::InvalidArgument(
+        "src_ranks and dst_ranks must be given together (or neither, for the topology)");
+  }
+  if (src_ranks) {
+    plan.dynamic = true;
+    std::set<int> seen;
+    for (int peer : *src_ranks) {
+      FLOCK_RETURN_IF_ERROR(CheckPeer("src_ranks", peer, rank, size));
+      if (!seen.insert(peer).second)
+        return Status::InvalidArgument("src_ranks names rank " + std::to_string(peer) + " twice");
+      plan.recvs.push_back({peer, 1.0});  // the caller's order is the output order
+    }
+    seen.clear();
+    for (int peer : *dst_ranks) {
+      FLOCK_RETURN_IF_ERROR(CheckPeer("dst_ranks", peer, rank, size));
+      if (!seen.insert(peer).second)
+        return Status::InvalidArgument("dst_ranks names rank " + std::to_string(peer) + " twice");
+    }
+    for (int peer : seen) plan.sends.push_back({peer, 1.0});
+    return plan;
+  }
+  FLOCK_RETURN_IF_ERROR(NeedTopology(graph, size));
+  plan.sends = StaticSends(*graph, rank);
+  for (int peer : graph->in_neighbors(rank)) plan.recvs.push_back({peer, 1.0});
+  return plan;
+}
+
+std::vector<int> PeersOfRejectedCall(const topology::Graph* graph, int rank, int size,
+                                     const std::vector<int>& named_ranks) {
+  std::set<int> peers;
+  if (graph != nullptr && graph->size() == size) {
+    for (int p : graph->in_neighbors(rank)) peers.insert(p);
+    for (int p : graph->out_neighbors(rank)) peers.insert(p);
+  }
+  for (int p : named_ranks) {
+    if (p >= 0 && p < size && p != rank) peers.insert(p);
+  }
+  return {peers.begin(), peers.end()};
+}
+
+}  // namespace flock

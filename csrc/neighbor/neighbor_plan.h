@@ -1,0 +1,65 @@
+// NeighborPlan: who a neighbor op on this rank sends to and receives from, and
+// with which weights — a pure function of the call's arguments and the static
+// topology, resolved before the request reaches the engine.
+//
+// Weights (Bluefog's convention, i = this rank):
+//   out_i = self_weight·x_i + Σ_{j ∈ recvs} weight_j · (scale_{j→i} · x_j)
+// where scale is the sender's dst weight (1.0 for the static topology). The
+// sender ships x_j unscaled and announces scale_{j→i}; the receiver applies
+// weight_j·scale_{j→i} while accumulating, so no scaled copy is ever made.
+#pragma once
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace flock {
+
+namespace topology {
+class Graph;
+}  // namespace topology
+
+struct NeighborSend {
+  int peer = 0;
+  double scale = 1.0;
+};
+
+struct NeighborRecv {
+  int peer = 0;
+  double weight = 1.0;
+};
+
+struct NeighborPlan {
+  bool reduce = true;  // weighted sum (neighbor_allreduce) or concatenation (allgather)
+  double self_weight = 1.0;
+  std::vector<NeighborSend> sends;  // ascending peers
+  std::vector<NeighborRecv> recvs;  // ascending peers (allgather: output order)
+  bool check = false;               // receivers confirm to senders (enable_topo_check)
+  bool dynamic = false;             // the call named its peers (not the static topology)
+};
+
+// The caller's weight arguments, None as nullopt; maps as (rank, weight) pairs.
+struct NeighborWeights {
+  std::optional<double> self_weight;
+  std::optional<std::vector<std::pair<int, double>>> src_weights;
+  std::optional<std::vector<std::pair<int, double>>> dst_weights;
+};
+
+// neighbor_allreduce: `graph` is the static topology (null when none is set);
+// its weighted flag chooses topology weights over uniform ones.
+Result<NeighborPlan> PlanNeighborAllreduce(const topology::Graph* graph, int rank, int size,
+                                           const NeighborWeights& weights, bool check);
+
+// neighbor_allgather: static (both lists empty optionals) or dynamic (both given).
+Result<NeighborPlan> PlanNeighborAllgather(const topology::Graph* graph, int rank, int size,
+                                           const std::optional<std::vector<int>>& src_ranks,
+                                           const std::optional<std::vector<int>>& dst_ranks);
+
+// The ranks a call rejected on this rank should tell, so they fail instead of
+// waiting: its static neighbours plus every valid rank its arguments name.
+std::vector<int> PeersOfRejectedCall(const topology::Graph* graph, int rank, int size,
+                                     const std::vector<int>& named_ranks);
+
+}  // namespace flock
