@@ -2,25 +2,28 @@
 // only to the ranks each call sends to or receives from.
 //
 // Vocabulary:
-//   call      one submitted neighbor op, matched with its peers' calls by
-//             (name, seq); seq counts this rank's earlier submissions of the
-//             name (of the op, for unnamed calls), so no agreement is needed.
+//   call      one submitted neighbor op: a list of ExchangeSteps run one after
+//             the other (one for neighbor_allreduce / allgather, three for
+//             the hierarchical op).
+//   step key  (match name + step suffix, seq): how a step meets its peers'
+//             steps. seq counts this rank's earlier submissions of the name
+//             (of the op, for unnamed calls), so no agreement is needed.
 //   outbox    entries waiting to go to one peer; all entries for a peer leave
 //             together in one control message when the outbox is flushed
 //             (once a thread waits, or a cycle after the last submission).
 //   inline    a small tensor travels inside the control message; a larger one
-//             in its own data message (a "lane") straight from the input.
-//   mailbox   entries that arrived before this rank submitted their call.
-//   resolved  a peer of a call is done with: its data reduced (or sent and,
-//             with the topology check, confirmed), or the pair failed.
+//             in its own data message (a "lane") straight from its buffer.
+//   mailbox   entries that arrived before this rank reached their step.
+//   resolved  a peer of a step is done with: its data reduced or placed (or
+//             sent and, with the topology check, confirmed), or the pair failed.
 //
 // Receive-side reduction: out = self_weight·x first, then each contribution is
 // added as it lands — from the control message, or through one scratch buffer
-// per call for lanes, one lane at a time — so a call holds at most about one
+// per step for lanes, one lane at a time — so a step holds at most about one
 // extra tensor, never one per neighbour. float16/bfloat16 accumulate in
 // float32. A failing pair (mismatch, rejected call) fails the call on both
 // ranks with a message naming them; the call still completes its exchanges
-// with its other peers, so they are not left waiting.
+// with its other peers and its later steps, so no one is left waiting.
 #pragma once
 
 #include <chrono>
@@ -36,6 +39,7 @@
 #include "engine/counters.h"
 #include "engine/pending_request.h"
 #include "engine/timeline.h"
+#include "neighbor/exchange_step.h"
 #include "neighbor/neighbor_wire.h"
 #include "transport/transport.h"
 
@@ -48,7 +52,7 @@ class NeighborExchange {
       std::function<void(PendingRequest&, Status, std::shared_ptr<GatheredTensor> gathered)>;
 
   struct Options {
-    int64_t inline_limit_bytes = 64 << 10;  // larger tensors travel in lanes
+    int64_t inline_limit_bytes = 64 << 10;   // larger tensors travel in lanes
     int64_t message_limit_bytes = 64 << 20;  // inline bytes per control message
     double cycle_time_ms = 5;
   };
@@ -56,61 +60,71 @@ class NeighborExchange {
   NeighborExchange(Transport& transport, Options options, EngineCounters& counters,
                    Timeline& timeline, FinishFn finish);
 
+  // Takes a neighbor-op request (its op.steps say what to do).
   void Add(PendingRequest request);
-  // Receives control messages, progresses transfers, completes calls.
+  // Receives control messages, progresses transfers, completes steps and calls.
   bool Poll();
   // Sends the outboxes when due (or now, with `force`); true when it sent.
   bool Flush(bool force);
-  // Warns about calls waiting longer than `warn_s` for a peer; fails them past `fail_s` (> 0).
+  // Warns about steps waiting longer than `warn_s` for a peer; fails them past `fail_s` (> 0).
   void CheckStalls(double warn_s, double fail_s);
   // Ends every call with `reason` (shutdown).
   void FailAll(const std::string& reason);
 
-  bool busy() const { return !calls_.empty() || !discards_.empty(); }
+  bool busy() const { return !steps_.empty() || !discards_.empty(); }
   bool has_unsent() const { return !outbox_.empty(); }
   Clock::time_point flush_deadline() const;
 
  private:
-  struct Incoming {
-    int peer = 0;
-    double weight = 1.0;
-    bool resolved = false;
-    bool arrived = false;
-    double scale = 1.0;
-    int32_t lane_tag = -1;
-    int64_t bytes = 0;
-    TransferId transfer = -1;   // allgather: a lane straight into `piece`
-    std::vector<char> piece;    // allgather: this peer's tensor
-    std::vector<int64_t> shape;  // allgather: its shape
-  };
-  struct Outgoing {
-    int peer = 0;
-    double scale = 1.0;
-    bool flushed = false;
-    bool confirmed = false;  // the receiver's notice arrived (or no check)
-    bool rejected = false;
-    TransferId lane = -1;
-  };
+  // A submitted call and what its steps share.
   struct Call {
     PendingRequest request;
     std::string match_name;
     int64_t seq = 0;
-    int64_t count = 0;
-    void* acc = nullptr;  // where the weighted sum builds up (the output, or acc_storage)
+    size_t next_step = 0;
+    Status status;  // the first error of any step
+    std::vector<char> mean, result;  // StepBuffer::kMean / kResult
+    std::shared_ptr<GatheredTensor> gathered;
+  };
+  struct Incoming {
+    const StepRecv* spec = nullptr;
+    bool arrived = false;
+    bool resolved = false;
+    double scale = 1.0;
+    int32_t lane_tag = -1;
+    int64_t bytes = 0;
+    TransferId transfer = -1;    // a lane straight into its place (kPlace, kGather)
+    std::vector<char> piece;     // kGather: this peer's tensor
+    std::vector<int64_t> shape;  // kGather: its shape
+  };
+  struct Outgoing {
+    const StepSend* spec = nullptr;
+    const char* data = nullptr;
+    bool flushed = false;
+    bool confirmed = false;  // the receiver's notice arrived (or no check)
+    bool rejected = false;
+    TransferId lane = -1;    // -1 none, >= 0 in flight, -2 done
+  };
+  struct Step {
+    std::shared_ptr<Call> call;
+    const ExchangeStep* spec = nullptr;
+    std::string match_name;  // the call's match name + the step's suffix
+    char* target = nullptr;
+    void* acc = nullptr;  // kReduce: where the sum builds up (target, or acc_storage)
     std::vector<char> acc_storage;
     std::vector<Incoming> in;
     std::vector<Outgoing> out;
-    std::vector<char> scratch;  // the one lane buffer of a reduction
+    std::vector<char> scratch;  // kReduce: the one lane buffer
     TransferId scratch_transfer = -1;
     int scratch_owner = -1;
-    std::deque<int> lane_queue;  // incoming lanes waiting for the scratch buffer
+    std::deque<int> lane_queue;  // lanes waiting for the scratch buffer
     Status status;
     Clock::time_point started;
     bool stall_warned = false;
   };
   struct Outbound {
     NeighborEntry entry;
-    std::string call_key;  // kData: the call and its index in `out`
+    std::string step_key;  // kData: the step and its index in `out`
     int out_index = -1;
   };
   struct Arrival {
@@ -124,23 +138,27 @@ class NeighborExchange {
   };
 
   static std::string Key(const std::string& match_name, int64_t seq);
-  std::string Describe(const Call& call) const;
+  static std::string Describe(const Call& call);
+  void Reject(const Call& call, const std::vector<int>& peers, const Status& status);
+  void StartStep(const std::shared_ptr<Call>& call);
+  char* Buffer(Call& call, StepBuffer buffer) const;
   void Route(int from, NeighborEntry entry, const std::shared_ptr<const std::vector<char>>& bytes);
-  void Deliver(Call& call, int from, const NeighborEntry& entry);
-  void DeliverData(Call& call, int from, const NeighborEntry& entry);
-  void DeliverExpect(Call& call, int from, const NeighborEntry& entry);
-  void DeliverReject(Call& call, int from, const NeighborEntry& entry);
+  void Deliver(Step& step, int from, const NeighborEntry& entry);
+  void DeliverData(Step& step, int from, const NeighborEntry& entry);
+  void DeliverExpect(Step& step, int from, const NeighborEntry& entry);
+  void DeliverReject(Step& step, int from, const NeighborEntry& entry);
   void HandleStale(int from, const NeighborEntry& entry);
-  Status CheckPeerTensor(const Call& call, int from, const NeighborEntry& entry,
-                         const char* role) const;
-  void FailPair(Call& call, int peer, const Status& status);
+  Status CheckShapes(const Step& step, int from, const NeighborEntry& entry,
+                     const std::vector<int64_t>& expected, const char* role) const;
+  void FailPair(Step& step, int peer, const Status& status);
   void Queue(int peer, Outbound outbound);
   void QueueReject(int peer, const std::string& match_name, int64_t seq, const Status& status);
   void DrainLane(int from, const NeighborEntry& entry);
-  void StartNextLane(Call& call);
-  bool ProgressCall(Call& call);
+  void StartNextLane(Step& step);
+  bool ProgressStep(Step& step);
   bool TryComplete(const std::string& key);
-  Status Finalize(Call& call, std::shared_ptr<GatheredTensor>* gathered);
+  Status FinishStep(Step& step);
+  void FinishCall(Call& call);
 
   Transport& transport_;
   const Options options_;
@@ -149,8 +167,8 @@ class NeighborExchange {
   Timeline& timeline_;
   FinishFn finish_;
 
-  std::unordered_map<std::string, Call> calls_;
-  std::unordered_map<std::string, int64_t> next_seq_;  // per match name
+  std::unordered_map<std::string, Step> steps_;  // by step key
+  std::unordered_map<std::string, int64_t> next_seq_;  // per step match name
   std::unordered_map<std::string, std::vector<Arrival>> mailbox_;
   std::map<int, std::vector<Outbound>> outbox_;
   Clock::time_point first_unsent_, last_unsent_;

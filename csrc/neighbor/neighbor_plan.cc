@@ -10,13 +10,15 @@
 namespace flock {
 namespace {
 
-Status CheckPeer(const char* what, int peer, int rank, int size) {
+Status CheckPeer(const char* what, int peer, int rank, int size, const char* node = "rank") {
+  const std::string n = node;
   if (peer < 0 || peer >= size) {
-    return Status::InvalidArgument(std::string(what) + " names rank " + std::to_string(peer) +
-                                   ", out of range for " + std::to_string(size) + " ranks");
+    return Status::InvalidArgument(std::string(what) + " names " + n + " " +
+                                   std::to_string(peer) + ", out of range for " +
+                                   std::to_string(size) + " " + n + "s");
   }
   if (peer == rank) {
-    return Status::InvalidArgument(std::string(what) + " names this rank (" +
+    return Status::InvalidArgument(std::string(what) + " names this " + n + " (" +
                                    std::to_string(rank) +
                                    "); its own value is weighted by self_weight");
   }
@@ -32,24 +34,25 @@ Status CheckWeight(const char* what, double w) {
 
 // Validated, sorted, without duplicates.
 Result<std::vector<std::pair<int, double>>> CheckedWeights(
-    const char* what, const std::vector<std::pair<int, double>>& weights, int rank, int size) {
+    const char* what, const std::vector<std::pair<int, double>>& weights, int rank, int size,
+    const char* node = "rank") {
   std::vector<std::pair<int, double>> sorted = weights;
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size(); ++i) {
-    FLOCK_RETURN_IF_ERROR(CheckPeer(what, sorted[i].first, rank, size));
+    FLOCK_RETURN_IF_ERROR(CheckPeer(what, sorted[i].first, rank, size, node));
     FLOCK_RETURN_IF_ERROR(CheckWeight(what, sorted[i].second));
     if (i > 0 && sorted[i].first == sorted[i - 1].first) {
-      return Status::InvalidArgument(std::string(what) + " names rank " +
+      return Status::InvalidArgument(std::string(what) + " names " + node + " " +
                                      std::to_string(sorted[i].first) + " twice");
     }
   }
   return sorted;
 }
 
-Status NeedTopology(const topology::Graph* graph, int size) {
+Status NeedTopology(const topology::Graph* graph, int size, const NeighborArgNames& names = {}) {
   if (graph == nullptr) {
-    return Status::InvalidArgument(
-        "no topology is set: call set_topology() or pass the peers (dst_weights / dst_ranks)");
+    return Status::InvalidArgument(std::string("no topology is set: call ") + names.setter +
+                                   " or pass the peers (" + names.dst_weights + ")");
   }
   if (graph->size() != size) {
     return Status::Internal("the topology has " + std::to_string(graph->size()) +
@@ -66,24 +69,34 @@ std::vector<NeighborSend> StaticSends(const topology::Graph& graph, int rank) {
 
 }  // namespace
 
+NeighborArgNames MachineArgNames() {
+  return NeighborArgNames{"machine", "src_machine_weights", "dst_machine_weights",
+                          "set_machine_topology()"};
+}
+
 Result<NeighborPlan> PlanNeighborAllreduce(const topology::Graph* graph, int rank, int size,
-                                           const NeighborWeights& weights, bool check) {
+                                           const NeighborWeights& weights, bool check,
+                                           const NeighborArgNames& names) {
   NeighborPlan plan;
   plan.check = check;
+  const char* node = names.node;
   if (weights.self_weight.has_value() != weights.src_weights.has_value()) {
-    return Status::InvalidArgument(
-        "self_weight and src_weights must be given together (or neither, for the "
-        "topology's weights)");
+    return Status::InvalidArgument(std::string("self_weight and ") + names.src_weights +
+                                   " must be given together (or neither, for the topology's "
+                                   "weights)");
   }
   if (weights.self_weight) FLOCK_RETURN_IF_ERROR(CheckWeight("self_weight", *weights.self_weight));
 
   if (weights.dst_weights) {  // dynamic: the call names every peer
     if (!weights.self_weight) {
-      return Status::InvalidArgument(
-          "dst_weights (a dynamic topology) needs self_weight and src_weights too");
+      return Status::InvalidArgument(std::string(names.dst_weights) +
+                                     " (a dynamic topology) needs self_weight and " +
+                                     names.src_weights + " too");
     }
-    FLOCK_ASSIGN_OR_RETURN(auto dst, CheckedWeights("dst_weights", *weights.dst_weights, rank, size));
-    FLOCK_ASSIGN_OR_RETURN(auto src, CheckedWeights("src_weights", *weights.src_weights, rank, size));
+    FLOCK_ASSIGN_OR_RETURN(
+        auto dst, CheckedWeights(names.dst_weights, *weights.dst_weights, rank, size, node));
+    FLOCK_ASSIGN_OR_RETURN(
+        auto src, CheckedWeights(names.src_weights, *weights.src_weights, rank, size, node));
     plan.dynamic = true;
     plan.self_weight = *weights.self_weight;
     for (auto& [peer, w] : dst) plan.sends.push_back({peer, w});
@@ -91,17 +104,18 @@ Result<NeighborPlan> PlanNeighborAllreduce(const topology::Graph* graph, int ran
     return plan;
   }
 
-  FLOCK_RETURN_IF_ERROR(NeedTopology(graph, size));
+  FLOCK_RETURN_IF_ERROR(NeedTopology(graph, size, names));
   plan.sends = StaticSends(*graph, rank);
   const std::vector<int> in = graph->in_neighbors(rank);
   if (weights.self_weight) {  // static peers, the caller's weights
-    FLOCK_ASSIGN_OR_RETURN(auto src, CheckedWeights("src_weights", *weights.src_weights, rank, size));
+    FLOCK_ASSIGN_OR_RETURN(
+        auto src, CheckedWeights(names.src_weights, *weights.src_weights, rank, size, node));
     for (auto& [peer, w] : src) {
       if (!std::binary_search(in.begin(), in.end(), peer)) {
         return Status::InvalidArgument(
-            "src_weights names rank " + std::to_string(peer) +
-            ", which is not an in-neighbour of rank " + std::to_string(rank) +
-            " in the topology (pass dst_weights too for a dynamic topology)");
+            std::string(names.src_weights) + " names " + node + " " + std::to_string(peer) +
+            ", which is not an in-neighbour of " + node + " " + std::to_string(rank) +
+            " in the topology (pass " + names.dst_weights + " too for a dynamic topology)");
       }
     }
     plan.self_weight = *weights.self_weight;
@@ -150,7 +164,7 @@ Result<NeighborPlan> PlanNeighborAllgather(const topology::Graph* graph, int ran
     for (int peer : seen) plan.sends.push_back({peer, 1.0});
     return plan;
   }
-  FLOCK_RETURN_IF_ERROR(NeedTopology(graph, size));
+  FLOCK_RETURN_IF_ERROR(NeedTopology(graph, size, {"rank", "src_ranks", "src_ranks and dst_ranks", "set_topology()"}));
   plan.sends = StaticSends(*graph, rank);
   for (int peer : graph->in_neighbors(rank)) plan.recvs.push_back({peer, 1.0});
   return plan;

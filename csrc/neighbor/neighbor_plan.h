@@ -47,10 +47,21 @@ struct NeighborWeights {
   std::optional<std::vector<std::pair<int, double>>> dst_weights;
 };
 
+// How errors name the arguments and nodes: ranks by default, machines for
+// the machine level of hierarchical_neighbor_allreduce.
+struct NeighborArgNames {
+  const char* node = "rank";
+  const char* src_weights = "src_weights";
+  const char* dst_weights = "dst_weights";
+  const char* setter = "set_topology()";
+};
+NeighborArgNames MachineArgNames();
+
 // neighbor_allreduce: `graph` is the static topology (null when none is set);
 // its weighted flag chooses topology weights over uniform ones.
 Result<NeighborPlan> PlanNeighborAllreduce(const topology::Graph* graph, int rank, int size,
-                                           const NeighborWeights& weights, bool check);
+                                           const NeighborWeights& weights, bool check,
+                                           const NeighborArgNames& names = {});
 
 // neighbor_allgather: static (both lists empty optionals) or dynamic (both given).
 Result<NeighborPlan> PlanNeighborAllgather(const topology::Graph* graph, int rank, int size,

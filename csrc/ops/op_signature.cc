@@ -75,6 +75,7 @@ const char* OpKindName(OpKind kind) {
     case OpKind::kBarrier: return "barrier";
     case OpKind::kNeighborAllreduce: return "neighbor_allreduce";
     case OpKind::kNeighborAllgather: return "neighbor_allgather";
+    case OpKind::kHierarchicalNeighborAllreduce: return "hierarchical_neighbor_allreduce";
   }
   return "unknown op";
 }

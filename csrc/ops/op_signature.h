@@ -18,7 +18,7 @@
 #include "common/reduce_kernels.h"
 #include "common/status.h"
 #include "common/tensor_view.h"
-#include "neighbor/neighbor_plan.h"
+#include "neighbor/exchange_step.h"
 #include "transport/transport.h"
 
 namespace flock {
@@ -30,9 +30,11 @@ enum class OpKind : int64_t {
   kBarrier = 4,
   kNeighborAllreduce = 5,  // neighbor ops bypass the coordinator (see neighbor/)
   kNeighborAllgather = 6,
+  kHierarchicalNeighborAllreduce = 7,
 };
 inline bool IsNeighborOp(OpKind kind) {
-  return kind == OpKind::kNeighborAllreduce || kind == OpKind::kNeighborAllgather;
+  return kind == OpKind::kNeighborAllreduce || kind == OpKind::kNeighborAllgather ||
+         kind == OpKind::kHierarchicalNeighborAllreduce;
 }
 const char* OpKindName(OpKind kind);
 
@@ -60,9 +62,9 @@ struct OpRequest {
   int root = 0;
   CommGroup group = CommGroup::kWorld;
   Status local_status;  // rejection found on this rank before negotiating
-  // Neighbor ops: who to talk to, with which weights (null for global ops) and,
-  // when the call was rejected here, the ranks to tell so they do not wait.
-  std::shared_ptr<const NeighborPlan> neighbor;
+  // Neighbor ops: the exchange steps to run (null for global ops) and, when
+  // the call was rejected here, the ranks to tell so they do not wait.
+  std::shared_ptr<const std::vector<ExchangeStep>> steps;
   std::vector<int> notify_on_reject;
   // Matched by the number of earlier unnamed calls of this op, not by name.
   bool auto_named = false;

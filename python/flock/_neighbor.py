@@ -104,3 +104,32 @@ def pair_gossip_nonblocking(adapter, tensor, target_rank, self_weight=0.5, pair_
                                                  local_error=dst, named_ranks=named)
         return c._register(handle, lambda _: None)
     return neighbor_allreduce_nonblocking(adapter, tensor, self_weight, src, dst, True, name)
+
+
+def hierarchical_neighbor_allreduce_nonblocking(adapter, tensor, self_weight=None,
+                                                src_machine_weights=None,
+                                                dst_machine_weights=None,
+                                                enable_topo_check=False, name=None):
+    named = []
+    error = None
+    try:
+        self_w = None if self_weight is None else _weight_arg("self_weight", self_weight)
+        src = (None if src_machine_weights is None else
+               _weights_arg("src_machine_weights", src_machine_weights, named, False))
+        dst = (None if dst_machine_weights is None else
+               _weights_arg("dst_machine_weights", dst_machine_weights, named, True))
+    except TypeError as exc:
+        error, self_w, src, dst = str(exc), None, None, None
+    check = bool(enable_topo_check)
+    exported = c._Exported(adapter, tensor)
+    error = error or exported.error
+    if error is not None:
+        handle = core.enqueue_hierarchical_neighbor_allreduce(
+            None, None, None, None, None, check, name, local_error=error, named_machines=named)
+        return c._register(handle, lambda _: None)
+    out = adapter.empty_like(exported.tensor)
+    out_capsule = adapter.export(out)[0]
+    handle = core.enqueue_hierarchical_neighbor_allreduce(
+        exported.capsule, out_capsule, self_w, src, dst, check, name, exported.override,
+        named_machines=named)
+    return c._register(handle, lambda _: out)

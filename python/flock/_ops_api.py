@@ -100,6 +100,29 @@ def make_ops(adapter):
         return c.synchronize(pair_gossip_nonblocking(tensor, target_rank, self_weight,
                                                      pair_weight, name))
 
+    def hierarchical_neighbor_allreduce_nonblocking(tensor, self_weight=None,
+                                                    src_machine_weights=None,
+                                                    dst_machine_weights=None,
+                                                    enable_topo_check=False, name=None):
+        return n.hierarchical_neighbor_allreduce_nonblocking(
+            adapter, tensor, self_weight, src_machine_weights, dst_machine_weights,
+            enable_topo_check, name)
+
+    def hierarchical_neighbor_allreduce(tensor, self_weight=None, src_machine_weights=None,
+                                        dst_machine_weights=None, enable_topo_check=False,
+                                        name=None):
+        """The machine-level neighbor average of the machine means.
+
+        Each machine's mean (over its local ranks) is averaged with the neighbour
+        machines' means: by the machine topology's weights (set_machine_topology), or by
+        ``self_weight`` and ``src_machine_weights`` ({machine: weight}), with
+        ``dst_machine_weights`` for a dynamic machine topology. Every rank of a machine
+        passes the same values and gets the same result.
+        """
+        return c.synchronize(hierarchical_neighbor_allreduce_nonblocking(
+            tensor, self_weight, src_machine_weights, dst_machine_weights, enable_topo_check,
+            name))
+
     ops = dict(allreduce_nonblocking=allreduce_nonblocking,
                allreduce_nonblocking_=allreduce_nonblocking_, allreduce=allreduce,
                allreduce_=allreduce_, broadcast_nonblocking=broadcast_nonblocking,
@@ -111,6 +134,9 @@ def make_ops(adapter):
                neighbor_allreduce=neighbor_allreduce, neighbor_allreduce_=neighbor_allreduce_,
                neighbor_allgather_nonblocking=neighbor_allgather_nonblocking,
                neighbor_allgather=neighbor_allgather,
-               pair_gossip_nonblocking=pair_gossip_nonblocking, pair_gossip=pair_gossip, synchronize=c.synchronize,
+               pair_gossip_nonblocking=pair_gossip_nonblocking, pair_gossip=pair_gossip,
+               hierarchical_neighbor_allreduce_nonblocking=(
+                   hierarchical_neighbor_allreduce_nonblocking),
+               hierarchical_neighbor_allreduce=hierarchical_neighbor_allreduce, synchronize=c.synchronize,
                wait=c.synchronize, poll=c.poll)
     return ops

@@ -15,4 +15,5 @@ __all__ = ["allreduce", "allreduce_", "allreduce_nonblocking", "allreduce_nonblo
            "allgather", "allgather_nonblocking", "barrier", "synchronize", "wait", "poll",
            "neighbor_allreduce", "neighbor_allreduce_", "neighbor_allreduce_nonblocking",
            "neighbor_allreduce_nonblocking_", "neighbor_allgather", "neighbor_allgather_nonblocking",
-           "pair_gossip", "pair_gossip_nonblocking"]
+           "pair_gossip", "pair_gossip_nonblocking", "hierarchical_neighbor_allreduce",
+           "hierarchical_neighbor_allreduce_nonblocking"]
