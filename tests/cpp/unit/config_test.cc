@@ -26,7 +26,8 @@ TEST(Config, ParsesEverySetting) {
                                            {"FLOCK_CYCLE_TIME_MS", "2.5"},
                                            {"FLOCK_STALL_WARNING_S", "3"},
                                            {"FLOCK_STALL_SHUTDOWN_S", "9"},
-                                           {"FLOCK_LOCAL_SIZE", "2"}});
+                                           {"FLOCK_LOCAL_SIZE", "2"},
+                                           {"FLOCK_NEIGHBOR_INLINE_BYTES", "4096"}});
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config.value().log_level, LogLevel::kDebug);
   EXPECT_EQ(config.value().timeline_path, "/tmp/t.json");
@@ -35,6 +36,7 @@ TEST(Config, ParsesEverySetting) {
   EXPECT_EQ(config.value().stall_warning_s, 3.0);
   EXPECT_EQ(config.value().stall_shutdown_s, 9.0);
   EXPECT_EQ(config.value().local_size_override, 2);
+  EXPECT_EQ(config.value().neighbor_inline_bytes, 4096);
 }
 
 TEST(Config, BadValuesAreErrorsNamingTheVariable) {
@@ -58,7 +60,7 @@ TEST(Config, TableListsEverySettingOnce) {
     EXPECT_EQ(std::string(s.name).rfind("FLOCK_", 0), 0u);
     EXPECT_GT(std::string(s.doc).size(), 10u);
   }
-  EXPECT_EQ(names.size(), 7u);
+  EXPECT_EQ(names.size(), 8u);
 }
 
 }  // namespace

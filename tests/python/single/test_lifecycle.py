@@ -1,8 +1,10 @@
 """Single-process behaviour: use before init, init/shutdown/init, settings."""
 
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -66,6 +68,11 @@ def test_settings_table_lists_every_variable():
     names = [row[0] for row in flock._core.settings()]
     assert "FLOCK_LOG_LEVEL" in names and "FLOCK_TIMELINE" in names
     assert all(name.startswith("FLOCK_") for name in names)
+    # docs/env.md documents exactly the variables of the table.
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "env.md").read_text()
+    documented = set(re.findall(r"^\| `(FLOCK_[A-Z_]+)`", doc, re.M))
+    assert documented == set(names), "docs/env.md vs settings(): {}".format(
+        documented.symmetric_difference(names))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
