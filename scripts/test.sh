@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up (scripts/setup.sh) and runs the whole test suite:
-#   1. C++ tests (ctest): units, MPI tests at np 1-4, the find_package consumer
+#   1. C++ tests (ctest): units, MPI tests at np 1-6, the find_package consumer
 #   2. launcher tests and single-process Python tests (pytest)
-#   3. the Python API under flockrun at np 1, 2, 3, 4, 5 (one job per size)
+#   3. the Python API under flockrun at np 1-6 (one job per size)
 # Every step has a timeout; a hang is reported as a failure. Exits non-zero
 # when anything failed. Reports land in out/test-reports/.
 set -uo pipefail
@@ -37,7 +37,7 @@ run_step "C++ tests (ctest)" 900 \
 run_step "launcher and single-process tests" 600 \
   python -m pytest -p no:cacheprovider --timeout=300 tests/python/launcher tests/python/single \
   --junitxml "$reports/junit-single.xml"
-for np in 1 2 3 4 5; do
+for np in 1 2 3 4 5 6; do
   run_step "Python API under flockrun -np $np" 900 \
     flockrun -np "$np" python tests/python/mpi_pytest.py "$reports" tests/python/parallel -q
 done

@@ -30,6 +30,9 @@ class Writer {
     const char* p = static_cast<const char*>(data);
     bytes_.insert(bytes_.end(), p, p + n);
   }
+  // Zero bytes up to the next multiple of `alignment` (from the message start),
+  // so a payload after it can be read in place as its element type.
+  void Align(size_t alignment) { bytes_.resize((bytes_.size() + alignment - 1) / alignment * alignment, 0); }
   void Reserve(size_t n) { bytes_.reserve(n); }
   std::vector<char> Take() { return std::move(bytes_); }
 
@@ -61,6 +64,13 @@ class Reader {
     if (!Get(&n) || pos_ + static_cast<size_t>(n) * sizeof(T) > bytes_.size()) return false;
     v->resize(n);
     for (uint32_t i = 0; i < n; ++i) Get(&(*v)[i]);
+    return true;
+  }
+  // Skips what Writer::Align added (false past the end).
+  bool Align(size_t alignment) {
+    const size_t at = (pos_ + alignment - 1) / alignment * alignment;
+    if (at > bytes_.size()) return false;
+    pos_ = at;
     return true;
   }
   // Skips n raw bytes, returning where they start (or -1 past the end).

@@ -23,6 +23,8 @@ constexpr double kMaxSleepUs = 1000;
 constexpr auto kSpinWindow = std::chrono::microseconds(200);
 // How often an engine with nothing in flight looks for neighbours' messages.
 constexpr auto kIdlePollInterval = std::chrono::milliseconds(10);
+// How long a stopping engine waits for the other ranks' neighbour goodbyes.
+constexpr auto kNeighborDrainLimit = std::chrono::seconds(10);
 
 }  // namespace
 
@@ -101,6 +103,14 @@ void Engine::Run() {
 #endif
   last_activity_ = Clock::now();
   while (!finished_) Idle(Step());
+  // Every rank has shut down; the neighbour goodbyes and the last transfers
+  // may still be on their way (another communicator than the final response).
+  const auto give_up = Clock::now() + kNeighborDrainLimit;
+  while (!neighbor_->done() && Clock::now() < give_up) Idle(Step());
+  if (!neighbor_->done()) {
+    FLOCK_LOG(kWarning, "engine") << "stopped without every neighbour's goodbye after "
+                                  << kNeighborDrainLimit.count() << " s";
+  }
   // Deliver what is still posted (e.g. the last responses) before the
   // transport may be torn down.
   for (int i = 0; i < 100000; ++i) {
@@ -139,12 +149,14 @@ bool Engine::DrainQueue() {
     timeline_.Begin(name, OpKindName(request.op.kind), request.submitted);
     timeline_.Begin(name, "QUEUED", request.submitted);
     timeline_.End(name);
-    if (!shutting_down_reason_.empty()) {
-      Finish(request, Status::Aborted(shutting_down_reason_), nullptr);
+    if (IsNeighborOp(request.op.kind)) {
+      // Talks to its peers only: no negotiation, and another rank's shutdown
+      // fails it only if that rank is one of its peers (its goodbye says so).
+      neighbor_->Add(std::move(request));
       continue;
     }
-    if (IsNeighborOp(request.op.kind)) {
-      neighbor_->Add(std::move(request));  // talks to its peers only: no negotiation
+    if (!shutting_down_reason_.empty()) {
+      Finish(request, Status::Aborted(shutting_down_reason_), nullptr);
       continue;
     }
     timeline_.Begin(name, "NEGOTIATING");
@@ -158,6 +170,7 @@ bool Engine::DrainQueue() {
   }
   if (stop && !shutdown_announced_) {
     shutdown_announced_ = true;
+    neighbor_->Depart();
     if (rank_ == 0) {
       coordinator_->AddShutdown(0);
     } else {
@@ -281,10 +294,6 @@ void Engine::Handle(const std::vector<Response>& responses) {
         break;
       case ResponseType::kShuttingDown:
         shutting_down_reason_ = response.error;
-        // What a rank sent before it shut down may still sit unread on the
-        // neighbor channel (another communicator, so no ordering with this
-        // response): take it first, so calls it completes are not failed.
-        neighbor_->Poll();
         FailAllPending(response.error);
         break;
       case ResponseType::kFinal: {
@@ -332,7 +341,6 @@ void Engine::CheckNeighborStalls() {
 }
 
 void Engine::FailAllPending(const std::string& reason) {
-  neighbor_->FailAll(reason);
   for (auto& [name, request] : pending_) Finish(request, Status::Aborted(reason), nullptr);
   pending_.clear();
   unsent_.clear();
@@ -348,7 +356,7 @@ Clock::time_point Engine::AnnounceDeadline() const {
 
 void Engine::Idle(bool did_work) {
   const auto now = Clock::now();
-  if (did_work || finished_) {
+  if (did_work || (finished_ && neighbor_->done())) {
     idle_sleep_us_ = 0;
     last_activity_ = now;
     return;

@@ -14,12 +14,6 @@ constexpr int kControlTag = 1;
 constexpr int kLaneTagBase = 100;
 constexpr int kLaneTagRange = 30000;
 
-std::string RankList(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
-
 // The step suffixes a call of `kind` goes through (a rejected call tells its
 // peers about each, so none of its steps is waited for).
 std::vector<std::string> StepSuffixes(OpKind kind) {
@@ -35,6 +29,7 @@ NeighborExchange::NeighborExchange(Transport& transport, Options options,
     : transport_(transport),
       options_(options),
       rank_(transport.rank(CommGroup::kNeighbor)),
+      size_(transport.size(CommGroup::kNeighbor)),
       counters_(counters),
       timeline_(timeline),
       finish_(std::move(finish)) {}
@@ -176,10 +171,23 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
     mailbox_.erase(pending);
     for (Arrival& a : arrivals) Deliver(step, a.from, a.entry);
   }
+  // What a departed peer sent before leaving is in; nothing more will come.
+  for (int peer : OpenPeers(step)) {
+    if (departed_) {
+      AbandonPair(step, peer, Status::Aborted("flock was shut down on rank " +
+                                              std::to_string(rank_)));
+    } else if (gone_.count(peer) > 0) {
+      AbandonPair(step, peer, Status::Aborted(Describe(*call) + ": rank " + std::to_string(peer) +
+                                              " shut down before this call"));
+    }
+  }
   TryComplete(key);
 }
 
 void NeighborExchange::Queue(int peer, Outbound outbound) {
+  // After this rank's goodbye nothing is sent, and a peer that left reads only ours.
+  const bool goodbye = outbound.entry.type == NeighborEntryType::kGoodbye;
+  if (departed_ || (gone_.count(peer) > 0 && !goodbye)) return;
   const auto now = Clock::now();
   if (outbox_.empty()) first_unsent_ = now;
   last_unsent_ = now;
@@ -211,6 +219,13 @@ bool NeighborExchange::Flush(bool force) {
   std::map<int, std::vector<Outbound>> outbox;
   outbox.swap(outbox_);
   for (auto& [peer, outbounds] : outbox) {
+    if (gone_.count(peer) > 0) {  // it left after these were queued: only our goodbye goes
+      outbounds.erase(std::remove_if(outbounds.begin(), outbounds.end(),
+                                     [](const Outbound& ob) {
+                                       return ob.entry.type != NeighborEntryType::kGoodbye;
+                                     }),
+                      outbounds.end());
+    }
     // Drop data for steps that ended or whose pair already failed.
     std::vector<Outbound> live;
     for (Outbound& ob : outbounds) {
@@ -297,14 +312,18 @@ bool NeighborExchange::Poll() {
       ++it;
     }
   }
+  for (auto& [key, step] : steps_) did_work |= ProgressStep(step);
+  did_work |= TryCompleteAll();
+  return did_work;
+}
+
+bool NeighborExchange::TryCompleteAll() {
   std::vector<std::string> keys;
   keys.reserve(steps_.size());
-  for (auto& [key, step] : steps_) {
-    did_work |= ProgressStep(step);
-    keys.push_back(key);
-  }
-  for (const std::string& key : keys) did_work |= TryComplete(key);
-  return did_work;
+  for (const auto& [key, step] : steps_) keys.push_back(key);
+  bool completed = false;
+  for (const std::string& key : keys) completed |= TryComplete(key);
+  return completed;
 }
 
 void NeighborExchange::Route(int from, NeighborEntry entry,
@@ -312,10 +331,18 @@ void NeighborExchange::Route(int from, NeighborEntry entry,
   FLOCK_LOG(kTrace, "neighbor") << "from rank " << from << ": entry type "
                                 << static_cast<int>(entry.type) << " for '" << entry.name
                                 << "' call " << entry.seq;
+  if (entry.type == NeighborEntryType::kGoodbye) {
+    OnGoodbye(from);
+    return;
+  }
   const std::string key = Key(entry.name, entry.seq);
   auto it = steps_.find(key);
   if (it != steps_.end()) {
     Deliver(it->second, from, entry);
+    return;
+  }
+  if (departed_) {  // a call this rank will not make; the sender reads the goodbye
+    if (entry.type == NeighborEntryType::kData && entry.lane_tag >= 0) DrainLane(from, entry);
     return;
   }
   auto seq = next_seq_.find(entry.name);
@@ -324,256 +351,6 @@ void NeighborExchange::Route(int from, NeighborEntry entry,
     return;
   }
   mailbox_[key].push_back(Arrival{from, std::move(entry), bytes});
-}
-
-void NeighborExchange::Deliver(Step& step, int from, const NeighborEntry& entry) {
-  switch (entry.type) {
-    case NeighborEntryType::kData: DeliverData(step, from, entry); break;
-    case NeighborEntryType::kExpect: DeliverExpect(step, from, entry); break;
-    case NeighborEntryType::kReject: DeliverReject(step, from, entry); break;
-  }
-}
-
-Status NeighborExchange::CheckShapes(const Step& step, int from, const NeighborEntry& entry,
-                                     const std::vector<int64_t>& expected, const char* role) const {
-  const Call& call = *step.call;
-  const std::string who = "rank " + std::to_string(from) + " (" + role + ") and rank " +
-                          std::to_string(rank_);
-  if (entry.kind != static_cast<uint8_t>(call.request.op.kind)) {
-    return Status::Mismatch(Describe(call) + ": " + who + " called different ops under this name");
-  }
-  if (entry.dtype != call.request.op.tensor.dtype) {
-    return Status::Mismatch(Describe(call) + ": dtype differs between " + who + ": " +
-                            DataTypeName(entry.dtype) + " vs " +
-                            DataTypeName(call.request.op.tensor.dtype));
-  }
-  const bool gather = step.spec->mode == ExchangeStep::Mode::kGather;
-  const bool same = gather ? entry.shape.size() == expected.size() &&
-                                 std::equal(expected.begin() + 1, expected.end(),
-                                            entry.shape.begin() + 1)
-                           : entry.shape == expected;
-  if (!same) {
-    return Status::Mismatch(Describe(call) + ": shape differs between " + who + ": " +
-                            ShapeToString(entry.shape) + " vs " + ShapeToString(expected) +
-                            (gather ? " (only dim 0 may differ)" : ""));
-  }
-  return Status::OK();
-}
-
-void NeighborExchange::DeliverData(Step& step, int from, const NeighborEntry& entry) {
-  Call& call = *step.call;
-  auto it = std::find_if(step.in.begin(), step.in.end(), [&](const Incoming& in) {
-    return in.spec->peer == from && !in.arrived;
-  });
-  if (it == step.in.end()) {
-    std::vector<int> sources;
-    for (const Incoming& in : step.in) sources.push_back(in.spec->peer);
-    const Status status = Status::Mismatch(
-        Describe(call) + ": rank " + std::to_string(from) + " sent its tensor to rank " +
-        std::to_string(rank_) + ", which does not receive from it in this call (its sources: " +
-        RankList(sources) + ")");
-    if (step.status.ok()) step.status = status;
-    QueueReject(from, step.match_name, call.seq, status);
-    if (entry.lane_tag >= 0) DrainLane(from, entry);
-    return;
-  }
-  Incoming& in = *it;
-  in.arrived = true;
-  Status checked = CheckShapes(step, from, entry, in.spec->shape, "sender");
-  if (checked.ok() && entry.check != step.spec->check) {
-    checked = Status::Mismatch(Describe(call) + ": enable_topo_check differs between rank " +
-                               std::to_string(from) + " and rank " + std::to_string(rank_));
-  }
-  if (!checked.ok()) {
-    if (entry.lane_tag >= 0) DrainLane(from, entry);
-    FailPair(step, from, checked);
-    return;
-  }
-  in.scale = entry.scale;
-  in.bytes = entry.payload_bytes;
-  in.lane_tag = entry.lane_tag;
-  in.shape = entry.shape;
-  const DataType dtype = call.request.op.tensor.dtype;
-  const size_t elem = DataTypeSize(dtype);
-  const int index = static_cast<int>(it - step.in.begin());
-  char* lane_target = nullptr;
-  switch (step.spec->mode) {
-    case ExchangeStep::Mode::kReduce: {
-      if (entry.lane_tag >= 0) {
-        step.lane_queue.push_back(index);
-        StartNextLane(step);
-        return;
-      }
-      const double w = in.spec->weight * in.scale;
-      if (w != 0.0 && step.status.ok()) {
-        char* acc = static_cast<char*>(step.acc) +
-                    in.spec->offset * DataTypeSize(AccumulatorType(dtype));
-        step.status = WeightedAccumulate(acc, entry.payload, dtype, w, in.spec->count);
-      }
-      in.resolved = true;
-      return;
-    }
-    case ExchangeStep::Mode::kPlace:
-      lane_target = step.target + in.spec->offset * elem;
-      break;
-    case ExchangeStep::Mode::kGather:
-      in.piece.resize(static_cast<size_t>(entry.payload_bytes));
-      lane_target = in.piece.data();
-      break;
-  }
-  if (entry.lane_tag < 0) {
-    if (entry.payload_bytes > 0) std::memcpy(lane_target, entry.payload, entry.payload_bytes);
-    in.resolved = true;
-    return;
-  }
-  auto transfer = transport_.StartRecv(lane_target, entry.payload_bytes, from, entry.lane_tag,
-                                       CommGroup::kNeighbor);
-  if (transfer.ok()) {
-    in.transfer = transfer.value();
-  } else {
-    FailPair(step, from, transfer.status());
-  }
-}
-
-void NeighborExchange::StartNextLane(Step& step) {
-  if (step.scratch_transfer >= 0 || step.lane_queue.empty()) return;
-  const int index = step.lane_queue.front();
-  step.lane_queue.pop_front();
-  Incoming& in = step.in[static_cast<size_t>(index)];
-  step.scratch.resize(static_cast<size_t>(in.bytes));
-  auto transfer = transport_.StartRecv(step.scratch.data(), in.bytes, in.spec->peer, in.lane_tag,
-                                       CommGroup::kNeighbor);
-  if (!transfer.ok()) {
-    FailPair(step, in.spec->peer, transfer.status());
-    StartNextLane(step);
-    return;
-  }
-  step.scratch_transfer = transfer.value();
-  step.scratch_owner = index;
-}
-
-void NeighborExchange::DeliverExpect(Step& step, int from, const NeighborEntry& entry) {
-  auto it = std::find_if(step.out.begin(), step.out.end(),
-                         [&](const Outgoing& out) { return out.spec->peer == from; });
-  if (it == step.out.end()) {
-    std::vector<int> destinations;
-    for (const Outgoing& out : step.out) destinations.push_back(out.spec->peer);
-    const Status status = Status::Mismatch(
-        Describe(*step.call) + ": rank " + std::to_string(from) + " expects a tensor from rank " +
-        std::to_string(rank_) + ", which does not send to it in this call (its destinations: " +
-        RankList(destinations) + ")");
-    if (step.status.ok()) step.status = status;
-    QueueReject(from, step.match_name, step.call->seq, status);
-    return;
-  }
-  const Status checked = CheckShapes(step, from, entry, it->spec->shape, "receiver");
-  if (!checked.ok()) {
-    FailPair(step, from, checked);
-    return;
-  }
-  it->confirmed = true;
-}
-
-void NeighborExchange::DeliverReject(Step& step, int from, const NeighborEntry& entry) {
-  const bool involved =
-      std::any_of(step.in.begin(), step.in.end(),
-                  [&](const Incoming& in) { return in.spec->peer == from; }) ||
-      std::any_of(step.out.begin(), step.out.end(),
-                  [&](const Outgoing& out) { return out.spec->peer == from; });
-  if (!involved) return;  // a rejected call told its static neighbours; this step is not about it
-  if (step.status.ok()) step.status = Status(entry.code, entry.message);
-  for (Incoming& in : step.in) {
-    // A lane already announced still arrives and is reduced or drained as usual.
-    if (in.spec->peer == from && !in.arrived) in.resolved = true;
-  }
-  for (Outgoing& out : step.out) {
-    if (out.spec->peer == from) out.rejected = true;
-  }
-}
-
-void NeighborExchange::FailPair(Step& step, int peer, const Status& status) {
-  if (step.status.ok()) step.status = status;
-  QueueReject(peer, step.match_name, step.call->seq, status);
-  for (Incoming& in : step.in) {
-    if (in.spec->peer == peer && in.transfer < 0) in.resolved = true;
-  }
-  for (Outgoing& out : step.out) {
-    if (out.spec->peer == peer) out.rejected = true;
-  }
-}
-
-void NeighborExchange::HandleStale(int from, const NeighborEntry& entry) {
-  switch (entry.type) {
-    case NeighborEntryType::kData:
-      FLOCK_LOG(kWarning, "neighbor")
-          << "rank " << from << " sent '" << entry.name << "' (call " << entry.seq
-          << ") after this rank's call ended without receiving from it; dropped";
-      if (entry.lane_tag >= 0) DrainLane(from, entry);
-      break;
-    case NeighborEntryType::kExpect:
-      QueueReject(from, entry.name, entry.seq,
-                  Status::Mismatch("'" + entry.name + "': rank " + std::to_string(from) +
-                                   " expects a tensor from rank " + std::to_string(rank_) +
-                                   ", whose call (number " + std::to_string(entry.seq) +
-                                   " of this name) ended without sending to it"));
-      break;
-    case NeighborEntryType::kReject: break;  // this rank's call ended already
-  }
-}
-
-void NeighborExchange::DrainLane(int from, const NeighborEntry& entry) {
-  auto buffer = std::make_unique<std::vector<char>>(static_cast<size_t>(entry.payload_bytes));
-  auto transfer = transport_.StartRecv(buffer->data(), entry.payload_bytes, from, entry.lane_tag,
-                                       CommGroup::kNeighbor);
-  if (!transfer.ok()) {
-    FLOCK_LOG(kError, "neighbor") << transfer.status().ToString();
-    return;
-  }
-  discards_.push_back(Discard{transfer.value(), std::move(buffer)});
-}
-
-bool NeighborExchange::ProgressStep(Step& step) {
-  bool did_work = false;
-  const DataType dtype = step.call->request.op.tensor.dtype;
-  if (step.scratch_transfer >= 0) {
-    auto done = transport_.TestTransfer(step.scratch_transfer);
-    if (!done.ok() || done.value()) {
-      Incoming& in = step.in[static_cast<size_t>(step.scratch_owner)];
-      step.scratch_transfer = -1;
-      const double w = in.spec->weight * in.scale;
-      if (!done.ok()) {
-        FailPair(step, in.spec->peer, done.status());
-      } else if (w != 0.0 && step.status.ok()) {
-        char* acc = static_cast<char*>(step.acc) +
-                    in.spec->offset * DataTypeSize(AccumulatorType(dtype));
-        step.status = WeightedAccumulate(acc, step.scratch.data(), dtype, w, in.spec->count);
-      }
-      in.resolved = true;
-      StartNextLane(step);
-      if (step.scratch_transfer < 0) std::vector<char>().swap(step.scratch);  // free it early
-      did_work = true;
-    }
-  }
-  for (Incoming& in : step.in) {
-    if (in.transfer < 0) continue;
-    auto done = transport_.TestTransfer(in.transfer);
-    if (!done.ok() || done.value()) {
-      in.transfer = -1;
-      in.resolved = true;
-      if (!done.ok() && step.status.ok()) step.status = done.status();
-      did_work = true;
-    }
-  }
-  for (Outgoing& out : step.out) {
-    if (out.lane < 0) continue;
-    auto done = transport_.TestTransfer(out.lane);
-    if (!done.ok() || done.value()) {
-      out.lane = -2;
-      if (!done.ok() && step.status.ok()) step.status = done.status();
-      did_work = true;
-    }
-  }
-  return did_work;
 }
 
 bool NeighborExchange::TryComplete(const std::string& key) {
@@ -595,8 +372,9 @@ bool NeighborExchange::TryComplete(const std::string& key) {
                                 << ": " << (status.ok() ? "ok" : status.ToString());
   steps_.erase(it);
   if (call->status.ok() && !status.ok()) call->status = status;
-  // Later steps run even after a failure: their peers are waiting for them.
-  if (call->next_step < call->request.op.steps->size()) {
+  // Later steps run even after a failure: their peers are waiting for them
+  // (unless this rank is leaving: its goodbye tells them not to wait).
+  if (call->next_step < call->request.op.steps->size() && !departed_) {
     StartStep(call);
   } else {
     FinishCall(*call);
@@ -640,46 +418,6 @@ void NeighborExchange::FinishCall(Call& call) {
     status = Status(status.code(), Describe(call) + ": " + status.message());
   }
   finish_(call.request, std::move(status), std::move(call.gathered));
-}
-
-void NeighborExchange::CheckStalls(double warn_s, double fail_s) {
-  const auto now = Clock::now();
-  std::vector<std::string> failed;
-  for (auto& [key, step] : steps_) {
-    const double waited = std::chrono::duration<double>(now - step.started).count();
-    if (waited < warn_s && !(fail_s > 0 && waited >= fail_s)) continue;
-    std::vector<int> missing;
-    for (const Incoming& in : step.in)
-      if (!in.resolved) missing.push_back(in.spec->peer);
-    for (const Outgoing& out : step.out)
-      if (!out.rejected && !(out.flushed && out.confirmed)) missing.push_back(out.spec->peer);
-    if (!step.stall_warned && waited >= warn_s) {
-      step.stall_warned = true;
-      FLOCK_LOG(kWarning, "stall") << Describe(*step.call) << " (" << step.match_name
-                                   << ") has waited " << static_cast<int>(waited)
-                                   << " s for ranks " << RankList(missing);
-    }
-    if (fail_s > 0 && waited >= fail_s) {
-      const Status status = Status::Aborted(
-          Describe(*step.call) + " stalled for " + std::to_string(static_cast<int>(waited)) +
-          " s waiting for ranks " + RankList(missing) + " (FLOCK_STALL_SHUTDOWN_S)");
-      for (int peer : missing) FailPair(step, peer, status);
-      failed.push_back(key);
-    }
-  }
-  for (const std::string& key : failed) TryComplete(key);
-}
-
-void NeighborExchange::FailAll(const std::string& reason) {
-  outbox_.clear();
-  mailbox_.clear();
-  std::vector<std::shared_ptr<Call>> calls;
-  for (auto& [key, step] : steps_) {
-    timeline_.End(step.call->request.op.name);
-    calls.push_back(step.call);
-  }
-  steps_.clear();
-  for (auto& call : calls) finish_(call->request, Status::Aborted(reason), nullptr);
 }
 
 }  // namespace flock

@@ -16,6 +16,9 @@
 //   mailbox   entries that arrived before this rank reached their step.
 //   resolved  a peer of a step is done with: its data reduced or placed (or
 //             sent and, with the topology check, confirmed), or the pair failed.
+//   goodbye   the last entry a rank that shuts down sends every other rank;
+//             calls still waiting for it fail then (and not before: what it
+//             sent before leaving still completes the calls that need it).
 //
 // Receive-side reduction: out = self_weight·x first, then each contribution is
 // added as it lands — from the control message, or through one scratch buffer
@@ -24,6 +27,10 @@
 // float32. A failing pair (mismatch, rejected call) fails the call on both
 // ranks with a message naming them; the call still completes its exchanges
 // with its other peers and its later steps, so no one is left waiting.
+//
+// Files: neighbor_exchange.cc (calls, steps, sending, completion),
+// neighbor_delivery.cc (what arrives), neighbor_departure.cc (failed pairs,
+// stalls, shutdown).
 #pragma once
 
 #include <chrono>
@@ -33,6 +40,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/status.h"
@@ -68,8 +76,12 @@ class NeighborExchange {
   bool Flush(bool force);
   // Warns about steps waiting longer than `warn_s` for a peer; fails them past `fail_s` (> 0).
   void CheckStalls(double warn_s, double fail_s);
-  // Ends every call with `reason` (shutdown).
-  void FailAll(const std::string& reason);
+  // This rank shuts down: its calls fail (a step with transfers in flight
+  // ends when they do), and every other rank gets a goodbye.
+  void Depart();
+  // Departed, every other rank's goodbye heard, nothing in flight: the
+  // engine thread may stop without leaving a peer or a transfer behind.
+  bool done() const;
 
   bool busy() const { return !steps_.empty() || !discards_.empty(); }
   bool has_unsent() const { return !outbox_.empty(); }
@@ -151,6 +163,12 @@ class NeighborExchange {
   Status CheckShapes(const Step& step, int from, const NeighborEntry& entry,
                      const std::vector<int64_t>& expected, const char* role) const;
   void FailPair(Step& step, int peer, const Status& status);
+  // FailPair without telling the peer (it left, or this rank is leaving).
+  void AbandonPair(Step& step, int peer, const Status& status);
+  // The peers a step still waits for (data, a confirmation, a lane).
+  static std::vector<int> OpenPeers(const Step& step);
+  void OnGoodbye(int from);
+  bool TryCompleteAll();
   void Queue(int peer, Outbound outbound);
   void QueueReject(int peer, const std::string& match_name, int64_t seq, const Status& status);
   void DrainLane(int from, const NeighborEntry& entry);
@@ -163,6 +181,7 @@ class NeighborExchange {
   Transport& transport_;
   const Options options_;
   const int rank_;
+  const int size_;
   EngineCounters& counters_;
   Timeline& timeline_;
   FinishFn finish_;
@@ -175,6 +194,8 @@ class NeighborExchange {
   bool urgent_ = false;  // a reject is waiting: flush without waiting for the cycle
   std::unordered_map<int, int64_t> lane_counters_;
   std::vector<Discard> discards_;
+  bool departed_ = false;        // Depart() ran: nothing more is sent
+  std::unordered_set<int> gone_;  // ranks whose goodbye arrived
 };
 
 }  // namespace flock

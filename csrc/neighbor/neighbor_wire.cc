@@ -6,6 +6,10 @@ namespace flock {
 namespace {
 
 constexpr uint32_t kMagic = 0x464e4252;  // "FNBR"
+// Inline payloads start at a multiple of 8 bytes into the message, so the
+// receiver reduces from them in place (message buffers come from the heap,
+// aligned to at least 16).
+constexpr size_t kPayloadAlignment = 8;
 
 Status Corrupt() {
   return Status::Internal("corrupt neighbor-op message");
@@ -17,7 +21,7 @@ std::vector<char> EncodeNeighborMessage(const std::vector<NeighborEntry>& entrie
   Writer w;
   size_t payload = 0;
   for (const NeighborEntry& e : entries) payload += e.lane_tag < 0 ? e.payload_bytes : 0;
-  w.Reserve(payload + 128 * entries.size() + 8);
+  w.Reserve(payload + (128 + kPayloadAlignment) * entries.size() + 8);
   w.Put(kMagic);
   w.Put(static_cast<uint32_t>(entries.size()));
   for (const NeighborEntry& e : entries) {
@@ -33,9 +37,13 @@ std::vector<char> EncodeNeighborMessage(const std::vector<NeighborEntry>& entrie
         w.Put(static_cast<uint8_t>(e.check));
         w.Put(e.lane_tag);
         w.Put(e.payload_bytes);
-        if (e.lane_tag < 0) w.PutBytes(e.payload, static_cast<size_t>(e.payload_bytes));
+        if (e.lane_tag < 0) {
+          w.Align(kPayloadAlignment);
+          w.PutBytes(e.payload, static_cast<size_t>(e.payload_bytes));
+        }
         break;
-      case NeighborEntryType::kExpect: break;
+      case NeighborEntryType::kExpect:
+      case NeighborEntryType::kGoodbye: break;
       case NeighborEntryType::kReject:
         w.Put(e.code);
         w.PutString(e.message);
@@ -65,13 +73,15 @@ Result<std::vector<NeighborEntry>> DecodeNeighborMessage(
         }
         e.check = check != 0;
         if (e.lane_tag < 0) {
+          if (!r.Align(kPayloadAlignment)) return Corrupt();
           const int64_t at = r.Skip(static_cast<size_t>(e.payload_bytes));
           if (at < 0) return Corrupt();
           e.payload = bytes->data() + at;
         }
         break;
       }
-      case NeighborEntryType::kExpect: break;
+      case NeighborEntryType::kExpect:
+      case NeighborEntryType::kGoodbye: break;
       case NeighborEntryType::kReject:
         if (!r.Get(&e.code) || !r.GetString(&e.message)) return Corrupt();
         break;

@@ -11,6 +11,8 @@
 //            call (enable_topo_check), with its own kind, dtype and shape so
 //            the sender can check them too.
 //   kReject  the call failed between these two ranks: the message says why.
+//   kGoodbye the sender shut down: it is the last entry it sends this rank, so
+//            every call still waiting for the sender fails instead of hanging.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,7 @@
 
 namespace flock {
 
-enum class NeighborEntryType : uint8_t { kData = 1, kExpect = 2, kReject = 3 };
+enum class NeighborEntryType : uint8_t { kData = 1, kExpect = 2, kReject = 3, kGoodbye = 4 };
 
 struct NeighborEntry {
   NeighborEntryType type = NeighborEntryType::kData;

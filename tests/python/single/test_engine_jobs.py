@@ -93,3 +93,32 @@ def test_flockrun_timeline_option_writes_one_trace_per_rank(tmp_path):
         rows = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
         traced = [e for e in events if e.get("name") == "COMMUNICATE" and rows[e["tid"]] == "traced"]
         assert len(traced) == 3
+
+
+def test_neighbors_that_shut_down_first_still_complete_a_slower_rank(tmp_path):
+    # Ring 0 -> 1 -> 2 -> 0 without the topology check: ranks 0 and 1 finish and
+    # shut down while rank 2 has not called yet; what they sent still completes
+    # rank 2's call. Then a call that waits for a rank that left fails, no hang.
+    result, _ = run_job(tmp_path, 3, """
+        import sys, time, torch, flock.torch as bf
+        from flock import topology as tu
+        bf.init()
+        bf.set_topology(tu.RingGraph(3, connect_style=2))
+        x = torch.full((100000,), float(bf.rank() + 1))  # travels in a lane
+        if bf.rank() == 2:
+            time.sleep(1.5)
+        y = bf.neighbor_allreduce(x, enable_topo_check=False, name="last")
+        assert torch.allclose(y, (x + (bf.rank() - 1) % 3 + 1) / 2), y[:3]
+        if bf.rank() == 2:
+            try:
+                bf.neighbor_allreduce(x, self_weight=0.5, src_weights={0: 0.5}, dst_weights=[],
+                                      name="too.late")
+            except bf.FlockAbortedError as error:
+                sys.stdout.write("raised: {}\\n".format(error))
+        sys.stdout.write("done {}\\n".format(bf.rank()))
+        bf.shutdown()
+    """)
+    assert result.returncode == 0, result.stderr
+    assert sorted(line for line in result.stdout.splitlines() if line.startswith("done")) == [
+        "done 0", "done 1", "done 2"], result.stdout
+    assert "raised: neighbor_allreduce 'too.late': rank 0 shut down" in result.stdout, result.stdout

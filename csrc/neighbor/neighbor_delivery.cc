@@ -1,0 +1,262 @@
+// What arrives for a step: a neighbour's data (reduced on arrival, placed,
+// or gathered), a receiver's notice that it expects this rank's data, a
+// rejection; and entries for calls this rank has already finished.
+#include <algorithm>
+#include <cstring>
+
+#include "common/logging.h"
+#include "common/text.h"
+#include "common/weighted_kernels.h"
+#include "neighbor/neighbor_exchange.h"
+
+namespace flock {
+
+void NeighborExchange::Deliver(Step& step, int from, const NeighborEntry& entry) {
+  switch (entry.type) {
+    case NeighborEntryType::kData: DeliverData(step, from, entry); break;
+    case NeighborEntryType::kExpect: DeliverExpect(step, from, entry); break;
+    case NeighborEntryType::kReject: DeliverReject(step, from, entry); break;
+    case NeighborEntryType::kGoodbye: break;  // Route takes it
+  }
+}
+
+Status NeighborExchange::CheckShapes(const Step& step, int from, const NeighborEntry& entry,
+                                     const std::vector<int64_t>& expected, const char* role) const {
+  const Call& call = *step.call;
+  const std::string who = "rank " + std::to_string(from) + " (" + role + ") and rank " +
+                          std::to_string(rank_);
+  if (entry.kind != static_cast<uint8_t>(call.request.op.kind)) {
+    return Status::Mismatch(Describe(call) + ": " + who + " called different ops under this name");
+  }
+  if (entry.dtype != call.request.op.tensor.dtype) {
+    return Status::Mismatch(Describe(call) + ": dtype differs between " + who + ": " +
+                            DataTypeName(entry.dtype) + " vs " +
+                            DataTypeName(call.request.op.tensor.dtype));
+  }
+  const bool gather = step.spec->mode == ExchangeStep::Mode::kGather;
+  const bool same = gather ? entry.shape.size() == expected.size() &&
+                                 std::equal(expected.begin() + 1, expected.end(),
+                                            entry.shape.begin() + 1)
+                           : entry.shape == expected;
+  if (!same) {
+    return Status::Mismatch(Describe(call) + ": shape differs between " + who + ": " +
+                            ShapeToString(entry.shape) + " vs " + ShapeToString(expected) +
+                            (gather ? " (only dim 0 may differ)" : ""));
+  }
+  return Status::OK();
+}
+
+void NeighborExchange::DeliverData(Step& step, int from, const NeighborEntry& entry) {
+  Call& call = *step.call;
+  auto it = std::find_if(step.in.begin(), step.in.end(), [&](const Incoming& in) {
+    return in.spec->peer == from && !in.arrived;
+  });
+  if (it == step.in.end()) {
+    std::vector<int> sources;
+    for (const Incoming& in : step.in) sources.push_back(in.spec->peer);
+    const Status status = Status::Mismatch(
+        Describe(call) + ": rank " + std::to_string(from) + " sent its tensor to rank " +
+        std::to_string(rank_) + ", which does not receive from it in this call (its sources: " +
+        BracketedList(sources) + ")");
+    if (step.status.ok()) step.status = status;
+    QueueReject(from, step.match_name, call.seq, status);
+    if (entry.lane_tag >= 0) DrainLane(from, entry);
+    return;
+  }
+  Incoming& in = *it;
+  in.arrived = true;
+  Status checked = CheckShapes(step, from, entry, in.spec->shape, "sender");
+  if (checked.ok() && entry.check != step.spec->check) {
+    checked = Status::Mismatch(Describe(call) + ": enable_topo_check differs between rank " +
+                               std::to_string(from) + " and rank " + std::to_string(rank_));
+  }
+  if (!checked.ok()) {
+    if (entry.lane_tag >= 0) DrainLane(from, entry);
+    FailPair(step, from, checked);
+    return;
+  }
+  in.scale = entry.scale;
+  in.bytes = entry.payload_bytes;
+  in.lane_tag = entry.lane_tag;
+  in.shape = entry.shape;
+  const DataType dtype = call.request.op.tensor.dtype;
+  const size_t elem = DataTypeSize(dtype);
+  const int index = static_cast<int>(it - step.in.begin());
+  char* lane_target = nullptr;
+  switch (step.spec->mode) {
+    case ExchangeStep::Mode::kReduce: {
+      if (entry.lane_tag >= 0) {
+        step.lane_queue.push_back(index);
+        StartNextLane(step);
+        return;
+      }
+      const double w = in.spec->weight * in.scale;
+      if (w != 0.0 && step.status.ok()) {
+        char* acc = static_cast<char*>(step.acc) +
+                    in.spec->offset * DataTypeSize(AccumulatorType(dtype));
+        step.status = WeightedAccumulate(acc, entry.payload, dtype, w, in.spec->count);
+      }
+      in.resolved = true;
+      return;
+    }
+    case ExchangeStep::Mode::kPlace:
+      lane_target = step.target + in.spec->offset * elem;
+      break;
+    case ExchangeStep::Mode::kGather:
+      in.piece.resize(static_cast<size_t>(entry.payload_bytes));
+      lane_target = in.piece.data();
+      break;
+  }
+  if (entry.lane_tag < 0) {
+    if (entry.payload_bytes > 0) std::memcpy(lane_target, entry.payload, entry.payload_bytes);
+    in.resolved = true;
+    return;
+  }
+  auto transfer = transport_.StartRecv(lane_target, entry.payload_bytes, from, entry.lane_tag,
+                                       CommGroup::kNeighbor);
+  if (transfer.ok()) {
+    in.transfer = transfer.value();
+  } else {
+    FailPair(step, from, transfer.status());
+  }
+}
+
+void NeighborExchange::StartNextLane(Step& step) {
+  if (step.scratch_transfer >= 0 || step.lane_queue.empty()) return;
+  const int index = step.lane_queue.front();
+  step.lane_queue.pop_front();
+  Incoming& in = step.in[static_cast<size_t>(index)];
+  step.scratch.resize(static_cast<size_t>(in.bytes));
+  auto transfer = transport_.StartRecv(step.scratch.data(), in.bytes, in.spec->peer, in.lane_tag,
+                                       CommGroup::kNeighbor);
+  if (!transfer.ok()) {
+    FailPair(step, in.spec->peer, transfer.status());
+    StartNextLane(step);
+    return;
+  }
+  step.scratch_transfer = transfer.value();
+  step.scratch_owner = index;
+}
+
+void NeighborExchange::DeliverExpect(Step& step, int from, const NeighborEntry& entry) {
+  auto it = std::find_if(step.out.begin(), step.out.end(),
+                         [&](const Outgoing& out) { return out.spec->peer == from; });
+  if (it == step.out.end()) {
+    std::vector<int> destinations;
+    for (const Outgoing& out : step.out) destinations.push_back(out.spec->peer);
+    const Status status = Status::Mismatch(
+        Describe(*step.call) + ": rank " + std::to_string(from) + " expects a tensor from rank " +
+        std::to_string(rank_) + ", which does not send to it in this call (its destinations: " +
+        BracketedList(destinations) + ")");
+    if (step.status.ok()) step.status = status;
+    QueueReject(from, step.match_name, step.call->seq, status);
+    return;
+  }
+  const Status checked = CheckShapes(step, from, entry, it->spec->shape, "receiver");
+  if (!checked.ok()) {
+    FailPair(step, from, checked);
+    return;
+  }
+  it->confirmed = true;
+}
+
+void NeighborExchange::DeliverReject(Step& step, int from, const NeighborEntry& entry) {
+  const bool involved =
+      std::any_of(step.in.begin(), step.in.end(),
+                  [&](const Incoming& in) { return in.spec->peer == from; }) ||
+      std::any_of(step.out.begin(), step.out.end(),
+                  [&](const Outgoing& out) { return out.spec->peer == from; });
+  if (!involved) return;  // a rejected call told its static neighbours; this step is not about it
+  if (step.status.ok()) step.status = Status(entry.code, entry.message);
+  for (Incoming& in : step.in) {
+    // A lane already announced still arrives and is reduced or drained as usual.
+    if (in.spec->peer == from && !in.arrived) in.resolved = true;
+  }
+  for (Outgoing& out : step.out) {
+    if (out.spec->peer == from) out.rejected = true;
+  }
+}
+
+void NeighborExchange::HandleStale(int from, const NeighborEntry& entry) {
+  switch (entry.type) {
+    case NeighborEntryType::kData:
+      FLOCK_LOG(kWarning, "neighbor")
+          << "rank " << from << " sent '" << entry.name << "' (call " << entry.seq
+          << ") after this rank's call ended without receiving from it; dropped";
+      if (entry.lane_tag >= 0) DrainLane(from, entry);
+      if (entry.check) {  // the sender waits for this rank's confirmation: refuse instead
+        QueueReject(from, entry.name, entry.seq,
+                    Status::Mismatch("'" + entry.name + "': rank " + std::to_string(from) +
+                                     " sent its tensor to rank " + std::to_string(rank_) +
+                                     ", whose call (number " + std::to_string(entry.seq) +
+                                     " of this name) does not receive from it"));
+      }
+      break;
+    case NeighborEntryType::kExpect:
+      QueueReject(from, entry.name, entry.seq,
+                  Status::Mismatch("'" + entry.name + "': rank " + std::to_string(from) +
+                                   " expects a tensor from rank " + std::to_string(rank_) +
+                                   ", whose call (number " + std::to_string(entry.seq) +
+                                   " of this name) ended without sending to it"));
+      break;
+    case NeighborEntryType::kReject:  // this rank's call ended already
+    case NeighborEntryType::kGoodbye: break;
+  }
+}
+
+void NeighborExchange::DrainLane(int from, const NeighborEntry& entry) {
+  auto buffer = std::make_unique<std::vector<char>>(static_cast<size_t>(entry.payload_bytes));
+  auto transfer = transport_.StartRecv(buffer->data(), entry.payload_bytes, from, entry.lane_tag,
+                                       CommGroup::kNeighbor);
+  if (!transfer.ok()) {
+    FLOCK_LOG(kError, "neighbor") << transfer.status().ToString();
+    return;
+  }
+  discards_.push_back(Discard{transfer.value(), std::move(buffer)});
+}
+
+bool NeighborExchange::ProgressStep(Step& step) {
+  bool did_work = false;
+  const DataType dtype = step.call->request.op.tensor.dtype;
+  if (step.scratch_transfer >= 0) {
+    auto done = transport_.TestTransfer(step.scratch_transfer);
+    if (!done.ok() || done.value()) {
+      Incoming& in = step.in[static_cast<size_t>(step.scratch_owner)];
+      step.scratch_transfer = -1;
+      const double w = in.spec->weight * in.scale;
+      if (!done.ok()) {
+        FailPair(step, in.spec->peer, done.status());
+      } else if (w != 0.0 && step.status.ok()) {
+        char* acc = static_cast<char*>(step.acc) +
+                    in.spec->offset * DataTypeSize(AccumulatorType(dtype));
+        step.status = WeightedAccumulate(acc, step.scratch.data(), dtype, w, in.spec->count);
+      }
+      in.resolved = true;
+      StartNextLane(step);
+      if (step.scratch_transfer < 0) std::vector<char>().swap(step.scratch);  // free it early
+      did_work = true;
+    }
+  }
+  for (Incoming& in : step.in) {
+    if (in.transfer < 0) continue;
+    auto done = transport_.TestTransfer(in.transfer);
+    if (!done.ok() || done.value()) {
+      in.transfer = -1;
+      in.resolved = true;
+      if (!done.ok() && step.status.ok()) step.status = done.status();
+      did_work = true;
+    }
+  }
+  for (Outgoing& out : step.out) {
+    if (out.lane < 0) continue;
+    auto done = transport_.TestTransfer(out.lane);
+    if (!done.ok() || done.value()) {
+      out.lane = -2;
+      if (!done.ok() && step.status.ok()) step.status = done.status();
+      did_work = true;
+    }
+  }
+  return did_work;
+}
+
+}  // namespace flock

@@ -1,0 +1,109 @@
+// When a pair of ranks cannot finish a step together: a failed pair, a stall,
+// and shutdown (a departing rank's goodbye, after which nothing waits for it).
+#include <algorithm>
+#include <chrono>
+
+#include "common/logging.h"
+#include "common/text.h"
+#include "neighbor/neighbor_exchange.h"
+
+namespace flock {
+
+void NeighborExchange::FailPair(Step& step, int peer, const Status& status) {
+  QueueReject(peer, step.match_name, step.call->seq, status);
+  AbandonPair(step, peer, status);
+}
+
+void NeighborExchange::AbandonPair(Step& step, int peer, const Status& status) {
+  if (step.status.ok()) step.status = status;
+  for (Incoming& in : step.in) {
+    // A lane already announced still arrives and is reduced or drained as usual.
+    if (in.spec->peer == peer && in.transfer < 0) in.resolved = true;
+  }
+  for (Outgoing& out : step.out) {
+    if (out.spec->peer == peer) out.rejected = true;
+  }
+}
+
+std::vector<int> NeighborExchange::OpenPeers(const Step& step) {
+  std::vector<int> peers;
+  for (const Incoming& in : step.in)
+    if (!in.resolved && !in.arrived) peers.push_back(in.spec->peer);
+  for (const Outgoing& out : step.out)
+    if (!out.rejected && !(out.flushed && out.confirmed)) peers.push_back(out.spec->peer);
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  return peers;
+}
+
+void NeighborExchange::CheckStalls(double warn_s, double fail_s) {
+  const auto now = Clock::now();
+  std::vector<std::string> failed;
+  for (auto& [key, step] : steps_) {
+    const double waited = std::chrono::duration<double>(now - step.started).count();
+    if (waited < warn_s && !(fail_s > 0 && waited >= fail_s)) continue;
+    const std::vector<int> missing = OpenPeers(step);
+    if (!step.stall_warned && waited >= warn_s) {
+      step.stall_warned = true;
+      FLOCK_LOG(kWarning, "stall") << Describe(*step.call) << " (" << step.match_name
+                                   << ") has waited " << static_cast<int>(waited)
+                                   << " s for ranks " << BracketedList(missing);
+    }
+    if (fail_s > 0 && waited >= fail_s) {
+      const Status status = Status::Aborted(
+          Describe(*step.call) + " stalled for " + std::to_string(static_cast<int>(waited)) +
+          " s waiting for ranks " + BracketedList(missing) + " (FLOCK_STALL_SHUTDOWN_S)");
+      for (int peer : missing) FailPair(step, peer, status);
+      failed.push_back(key);
+    }
+  }
+  for (const std::string& key : failed) TryComplete(key);
+}
+
+void NeighborExchange::Depart() {
+  if (departed_) return;
+  const Status why = Status::Aborted("flock was shut down on rank " + std::to_string(rank_) +
+                                     " while this call was in flight");
+  for (auto& [key, step] : steps_) {
+    for (int peer : OpenPeers(step)) AbandonPair(step, peer, why);
+  }
+  // Early arrivals for calls this rank will never make: their lanes must still be read.
+  for (auto& [key, arrivals] : mailbox_) {
+    for (const Arrival& a : arrivals) {
+      if (a.entry.type == NeighborEntryType::kData && a.entry.lane_tag >= 0)
+        DrainLane(a.from, a.entry);
+    }
+  }
+  mailbox_.clear();
+  // The goodbye goes after everything already queued, so a peer that reads it
+  // has read all this rank ever sent it; nothing is sent after it.
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    Outbound ob;
+    ob.entry.type = NeighborEntryType::kGoodbye;
+    Queue(peer, std::move(ob));
+  }
+  Flush(true);
+  departed_ = true;
+  TryCompleteAll();  // steps with transfers in flight end when those do
+}
+
+void NeighborExchange::OnGoodbye(int from) {
+  gone_.insert(from);
+  for (auto& [key, step] : steps_) {
+    const std::vector<int> open = OpenPeers(step);
+    if (std::find(open.begin(), open.end(), from) == open.end()) continue;
+    AbandonPair(step, from,
+                Status::Aborted(Describe(*step.call) + ": rank " + std::to_string(from) +
+                                " shut down before its part of this call with rank " +
+                                std::to_string(rank_)));
+  }
+  TryCompleteAll();
+}
+
+bool NeighborExchange::done() const {
+  return departed_ && steps_.empty() && discards_.empty() &&
+         static_cast<int>(gone_.size()) == size_ - 1;
+}
+
+}  // namespace flock
