@@ -361,6 +361,12 @@ void Engine::Idle(bool did_work) {
     last_activity_ = now;
     return;
   }
+  if (neighbor_->transferring()) {
+    // Lanes move only while MPI is polled (large shared-memory messages go
+    // fragment by fragment): keep polling as a blocking MPI call would.
+    std::this_thread::yield();
+    return;
+  }
   const bool awaiting = !pending_.empty() || neighbor_->busy() ||
                         (coordinator_ && coordinator_->pending_names() > 0);
   if (size_ > 1 && awaiting && now - last_activity_ < kSpinWindow) {

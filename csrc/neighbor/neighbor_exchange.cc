@@ -317,6 +317,18 @@ bool NeighborExchange::Poll() {
   return did_work;
 }
 
+bool NeighborExchange::transferring() const {
+  if (!discards_.empty()) return true;
+  for (const auto& [key, step] : steps_) {
+    if (step.scratch_transfer >= 0) return true;
+    for (const Incoming& in : step.in)
+      if (in.transfer >= 0) return true;
+    for (const Outgoing& out : step.out)
+      if (out.lane >= 0) return true;
+  }
+  return false;
+}
+
 bool NeighborExchange::TryCompleteAll() {
   std::vector<std::string> keys;
   keys.reserve(steps_.size());

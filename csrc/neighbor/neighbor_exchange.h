@@ -84,6 +84,8 @@ class NeighborExchange {
   bool done() const;
 
   bool busy() const { return !steps_.empty() || !discards_.empty(); }
+  // Bytes are moving in lanes: MPI progresses them only while polled.
+  bool transferring() const;
   bool has_unsent() const { return !outbox_.empty(); }
   Clock::time_point flush_deadline() const;
 
