@@ -17,7 +17,7 @@ packages=(
   pybind11-dev python3-pybind11 libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libdlpack-dev nlohmann-json3-dev
   python3-numpy python3-torch python3-pytest python3-pytest-timeout python3-networkx python3-sklearn
-  python3-matplotlib python3-tqdm python3-mpi4py
+  python3-matplotlib python3-tqdm python3-mpi4py python3-torchvision
   iproute2 procps
 )
 missing=()

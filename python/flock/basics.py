@@ -45,6 +45,32 @@ def shutdown():
     core.shutdown()
 
 
+_skip_negotiate_stage = False
+
+
+def set_skip_negotiate_stage(value):
+    """Kept for Bluefog scripts. Bluefog skips its global negotiation round for neighbor ops
+    with it; flock's neighbor ops never negotiate (they talk to their peers only, and a
+    mismatch is still reported), and its global ops need negotiation to be matched by name,
+    so this only records the value for get_skip_negotiate_stage()."""
+    global _skip_negotiate_stage
+    _skip_negotiate_stage = bool(value)
+
+
+def get_skip_negotiate_stage():
+    """The value last given to set_skip_negotiate_stage() (default False)."""
+    return _skip_negotiate_stage
+
+
+def suspend():
+    """Kept for Bluefog scripts (Bluefog pauses its background thread, for notebooks). flock's
+    engine thread already sleeps when there is nothing to do, so this does nothing."""
+
+
+def resume():
+    """Counterpart of suspend(); does nothing (see suspend)."""
+
+
 def is_initialized():
     return core.is_initialized()
 

@@ -32,3 +32,18 @@ def test_threads_and_backends():
 def test_every_rank_sees_the_same_world(rank, size):
     ranks = bf.allgather(torch.tensor([rank]))
     assert ranks.tolist() == list(range(size))
+
+
+def test_bluefog_compatibility_switches(rank, size):
+    assert bf.get_skip_negotiate_stage() is False
+    bf.set_skip_negotiate_stage(True)
+    try:
+        assert bf.get_skip_negotiate_stage() is True
+        # Ops behave the same: neighbor ops never negotiate, global ones still match by name.
+        y = bf.neighbor_allreduce(torch.ones(3), name="compat.neighbor")
+        assert torch.allclose(y, torch.ones(3))
+    finally:
+        bf.set_skip_negotiate_stage(False)
+    bf.suspend()
+    bf.resume()
+    assert bf.allreduce(torch.tensor([1.0]), op="sum", name="compat.after").item() == size

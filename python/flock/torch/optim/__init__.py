@@ -1,0 +1,63 @@
+"""Distributed optimizers: wrap any torch.optim.Optimizer (Bluefog's names).
+
+    optimizer = bf.DistributedAdaptWithCombineOptimizer(torch.optim.SGD(...), model)
+
+The returned object is your optimizer (same class, state and hyperparameters)
+that now also communicates; see docs/training.md for which to choose.
+"""
+
+from flock.torch.optim._base import wrap
+from flock.torch.optim._combine import (AdaptThenCombineMixin, AdaptWithCombineMixin,
+                                        CommunicationType)
+from flock.torch.optim._gradient_allreduce import GradientAllreduceMixin
+
+
+def DistributedGradientAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1):
+    """Every rank steps with the gradient averaged over all ranks (allreduce per parameter,
+    launched from the backward pass). num_steps_per_communication = J: accumulate J backward
+    passes, then call step() once."""
+    return wrap(optimizer, GradientAllreduceMixin, model, num_steps_per_communication)
+
+
+def DistributedAdaptWithCombineOptimizer(optimizer, model=None,
+                                         communication_type=CommunicationType.neighbor_allreduce,
+                                         num_steps_per_communication=1):
+    """x ← combine(x) − lr·g(x): parameters are exchanged during the forward and backward
+    pass; every J-th step communicates (J = num_steps_per_communication)."""
+    return wrap(optimizer, AdaptWithCombineMixin, model, communication_type,
+                num_steps_per_communication)
+
+
+def DistributedAdaptThenCombineOptimizer(optimizer, model=None,
+                                         communication_type=CommunicationType.neighbor_allreduce,
+                                         num_steps_per_communication=1):
+    """x ← combine(x − lr·g(x)) with the wrapped optimizer's own update rule, each parameter
+    updated and sent as soon as its gradient is complete."""
+    return wrap(optimizer, AdaptThenCombineMixin, model, communication_type,
+                num_steps_per_communication)
+
+
+def DistributedNeighborAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1):
+    """Bluefog's alias: adapt-with-combine over neighbor_allreduce."""
+    return DistributedAdaptWithCombineOptimizer(
+        optimizer, model, CommunicationType.neighbor_allreduce, num_steps_per_communication)
+
+
+def DistributedHierarchicalNeighborAllreduceOptimizer(optimizer, model=None,
+                                                      num_steps_per_communication=1):
+    """Bluefog's alias: adapt-with-combine over hierarchical_neighbor_allreduce."""
+    return DistributedAdaptWithCombineOptimizer(
+        optimizer, model, CommunicationType.hierarchical_neighbor_allreduce,
+        num_steps_per_communication)
+
+
+def DistributedAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1):
+    """Bluefog's alias: adapt-with-combine over allreduce (parameters averaged globally)."""
+    return DistributedAdaptWithCombineOptimizer(
+        optimizer, model, CommunicationType.allreduce, num_steps_per_communication)
+
+
+__all__ = ["CommunicationType", "DistributedGradientAllreduceOptimizer",
+           "DistributedAdaptWithCombineOptimizer", "DistributedAdaptThenCombineOptimizer",
+           "DistributedNeighborAllreduceOptimizer",
+           "DistributedHierarchicalNeighborAllreduceOptimizer", "DistributedAllreduceOptimizer"]

@@ -1,0 +1,194 @@
+"""The decentralized optimizers: each rank combines its parameters with others'.
+
+With W the mixing weights of the chosen communication, lr the step size and
+g_i the gradient rank i computed at its parameters x_i:
+
+  adapt-with-combine (AWC)   x_i ← Σ_j W_ji x_j − lr·g_i(x_i)
+      The parameters are sent at the start of the forward pass (forward
+      pre-hooks of the modules that own them), so the exchange overlaps the
+      whole forward and backward pass; step() writes the combination, then
+      runs the wrapped optimizer's update with g_i.
+  adapt-then-combine (ATC)   x_i ← Σ_j W_ji (x_j − lr·g_j(x_j))
+      As soon as a parameter's gradient is complete (backward hook), the
+      wrapped optimizer updates that parameter alone — its own rule: SGD,
+      momentum, Adam, AdamW, ... — and the updated value is sent, overlapping
+      the rest of the backward pass; step() writes the combination.
+
+Communication types: neighbor_allreduce (the static topology, or the
+self_weight / src_weights / dst_weights knobs), hierarchical_neighbor_allreduce
+(the machine topology, or self_weight / src_machine_weights /
+dst_machine_weights), allreduce (the global average) and empty (none).
+The knobs are read when a parameter's communication is launched: set them
+before the forward pass (AWC) or backward pass (ATC) of the step they are for.
+
+num_steps_per_communication = J: step() is called after every backward pass,
+and only every J-th step communicates (local SGD in between). Parameters are
+updated in place: their storage never changes.
+"""
+
+import enum
+import weakref
+
+import torch
+
+from flock.torch import ops
+from flock.torch.optim._base import DistributedOptimizerMixin
+
+
+class CommunicationType(enum.Enum):
+    neighbor_allreduce = "neighbor.allreduce"
+    hierarchical_neighbor_allreduce = "hierarchical.neighbor.allreduce"
+    allreduce = "allreduce"
+    empty = "empty"
+
+
+def communication_type_of(value):
+    """A CommunicationType from itself, its value or its name."""
+    if isinstance(value, CommunicationType):
+        return value
+    for member in CommunicationType:
+        if value in (member.value, member.name):
+            return member
+    raise ValueError("communication_type must be one of {}, got {!r}".format(
+        ", ".join(m.name for m in CommunicationType), value))
+
+
+class CombineMixin(DistributedOptimizerMixin):
+    """The knobs and the combine step shared by AWC and ATC."""
+
+    def _flock_setup(self, model, communication_type, num_steps_per_communication):
+        self.communication_type = communication_type
+        self.self_weight = None
+        self.src_weights = None
+        self.dst_weights = None
+        self.src_machine_weights = None
+        self.dst_machine_weights = None
+        self.enable_topo_check = True
+        self._flock_steps = 0
+        super()._flock_setup(model, num_steps_per_communication)
+
+    @property
+    def communication_type(self):
+        return self._flock_communication_type
+
+    @communication_type.setter
+    def communication_type(self, value):
+        self._flock_communication_type = communication_type_of(value)
+
+    def _flock_communicating(self):
+        """Whether the step being computed (the next step() call) communicates."""
+        return (self.communication_type is not CommunicationType.empty and
+                (self._flock_steps + 1) % self.num_steps_per_communication == 0)
+
+    def _flock_launch(self, p):
+        tensor, name = p.detach(), self._flock_name(p, "param")
+        kind = self.communication_type
+        if kind is CommunicationType.neighbor_allreduce:
+            handle = ops.neighbor_allreduce_nonblocking(
+                tensor, self_weight=self.self_weight, src_weights=self.src_weights,
+                dst_weights=self.dst_weights, enable_topo_check=self.enable_topo_check, name=name)
+        elif kind is CommunicationType.hierarchical_neighbor_allreduce:
+            handle = ops.hierarchical_neighbor_allreduce_nonblocking(
+                tensor, self_weight=self.self_weight, src_machine_weights=self.src_machine_weights,
+                dst_machine_weights=self.dst_machine_weights,
+                enable_topo_check=self.enable_topo_check, name=name)
+        elif kind is CommunicationType.allreduce:
+            handle = ops.allreduce_nonblocking(tensor, average=True, name=name)
+        else:
+            handle = None
+        self._flock_handles[p] = handle
+
+    def _flock_before_launch(self, p):
+        """What a parameter launched at synchronize() (not from a hook) needs first."""
+
+    def synchronize(self):
+        """Waits for this step's combination and writes it into the parameters."""
+        if self.communication_type is CommunicationType.empty:
+            return
+        for p in self._flock_params():
+            if p not in self._flock_handles:  # not launched by a hook (unused this pass)
+                self._flock_before_launch(p)
+                self._flock_launch(p)
+        with torch.no_grad():
+            for p, combined in self._flock_wait_all().items():
+                p.copy_(combined)
+
+
+class AdaptWithCombineMixin(CombineMixin):
+    _flock_kind = "awc"
+
+    def _flock_setup(self, model, communication_type, num_steps_per_communication):
+        super()._flock_setup(model, communication_type, num_steps_per_communication)
+        if model is None:
+            return
+        for module in model.modules():
+            own = [p for p in module.parameters(recurse=False) if p in self._flock_hooked]
+            if own:
+                handle = module.register_forward_pre_hook(
+                    self._flock_weak(AdaptWithCombineMixin._flock_forward, own))
+                weakref.finalize(self, handle.remove)
+
+    def _flock_forward(self, params):
+        # Only passes that will be backpropagated (not evaluation under no_grad).
+        if not torch.is_grad_enabled() or not self._flock_communicating():
+            return
+        for p in params:
+            if p not in self._flock_handles:
+                self._flock_launch(p)
+
+    def step(self, closure=None):
+        loss = self._flock_closure(closure)
+        if self._flock_communicating() and not self._flock_skip:
+            self.synchronize()
+        super().step()
+        self._flock_steps += 1
+        return loss
+
+
+class AdaptThenCombineMixin(CombineMixin):
+    _flock_kind = "atc"
+
+    def _flock_setup(self, model, communication_type, num_steps_per_communication):
+        self._flock_group_of = None
+        super()._flock_setup(model, communication_type, num_steps_per_communication)
+
+    def _flock_register(self, p):
+        self._flock_on_gradient(p, AdaptThenCombineMixin._flock_gradient_ready)
+
+    def _flock_gradient_ready(self, p):
+        if not self._flock_communicating():
+            return  # a local step: step() updates every parameter
+        if p in self._flock_handles:
+            raise RuntimeError(
+                "parameter {!r} got a second backward pass before step(): the "
+                "adapt-then-combine optimizer updates each parameter as soon as its gradient "
+                "is complete, so call step() after every backward pass (or accumulate "
+                "gradients with the adapt-with-combine optimizer)".format(self._flock_names.get(p)))
+        self._flock_adapt(p)
+        self._flock_launch(p)
+
+    def _flock_adapt(self, p):
+        """The wrapped optimizer's update of p alone, with p's group's hyperparameters."""
+        if p.grad is None:
+            return
+        if self._flock_group_of is None:
+            self._flock_group_of = {q: g for g in self.param_groups for q in g["params"]}
+        groups = self.param_groups
+        self.param_groups = [dict(self._flock_group_of[p], params=[p])]
+        try:
+            super().step()
+        finally:
+            self.param_groups = groups
+
+    _flock_before_launch = _flock_adapt
+
+    def step(self, closure=None):
+        loss = self._flock_closure(closure)
+        if self._flock_communicating():
+            if not self._flock_skip:
+                self.synchronize()
+        else:
+            super().step()
+        self._flock_group_of = None  # param_groups may change before the next step
+        self._flock_steps += 1
+        return loss

@@ -1,0 +1,74 @@
+"""Keeping the ranks' models and optimizers in step (Bluefog's names).
+
+broadcast_parameters and allreduce_parameters work in place on the tensors
+you pass (a module's state_dict(), named_parameters() or a list of tensors);
+each tensor travels under a name of its own, all at once (nonblocking), then
+they are waited for together. broadcast_optimizer_state sends the root's whole
+optimizer state (any optimizer, any state: momentum buffers, Adam moments,
+step counts) and loads it everywhere.
+"""
+
+import io
+
+import torch
+
+from flock.torch import ops
+
+
+def _named_tensors(params, what):
+    if isinstance(params, dict):
+        items = list(params.items())
+    else:
+        items = list(params)
+        if items and not isinstance(items[0], tuple):
+            items = [(str(i), t) for i, t in enumerate(items)]
+    for name, t in items:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("{}: {!r} is not a tensor but {}".format(what, name, type(t).__name__))
+    return items
+
+
+def broadcast_parameters(params, root_rank=0):
+    """Overwrites every tensor with root_rank's (in place; storage unchanged)."""
+    items = _named_tensors(params, "broadcast_parameters")
+    handles = [ops.broadcast_nonblocking_(t.data, root_rank, name="broadcast_parameters." + name)
+               for name, t in items]
+    for h in handles:
+        ops.synchronize(h)
+
+
+def allreduce_parameters(params):
+    """Averages every floating tensor over the ranks, in place; integer tensors (such
+    as BatchNorm's num_batches_tracked) take their maximum."""
+    items = _named_tensors(params, "allreduce_parameters")
+    handles = []
+    for name, t in items:
+        op = "average" if (t.is_floating_point() or t.is_complex()) else "max"
+        handles.append(ops.allreduce_nonblocking_(t.data, op=op,
+                                                  name="allreduce_parameters." + name))
+    for h in handles:
+        ops.synchronize(h)
+
+
+def broadcast_optimizer_state(optimizer, root_rank=0):
+    """Makes every rank's optimizer state (and hyperparameters) root_rank's.
+
+    The root's state_dict() travels serialized, so ranks need not have stepped
+    yet and every optimizer works; the parameters are matched by their order
+    in param_groups, which must be the same on every rank.
+    """
+    from flock.basics import rank
+    if rank() == root_rank:
+        buffer = io.BytesIO()
+        torch.save(optimizer.state_dict(), buffer)
+        payload = torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
+        length = torch.tensor([payload.numel()], dtype=torch.int64)
+    else:
+        payload, length = None, torch.zeros(1, dtype=torch.int64)
+    ops.broadcast_(length, root_rank, name="broadcast_optimizer_state.length")
+    if payload is None:
+        payload = torch.empty(int(length.item()), dtype=torch.uint8)
+    ops.broadcast_(payload, root_rank, name="broadcast_optimizer_state.payload")
+    if rank() != root_rank:
+        state = torch.load(io.BytesIO(payload.numpy().tobytes()))
+        optimizer.load_state_dict(state)
