@@ -10,14 +10,12 @@
 #include <thread>
 
 #include "../support/engine_requests.h"
-#include "../support/thread_transport.h"
+#include "../support/engines_on_threads.h"
 #include "engine/engine.h"
 
 namespace flock {
 namespace {
 
-using testing::ThreadTransport;
-using testing::ThreadWorld;
 
 Config TestConfig() {
   Config config;
@@ -28,18 +26,7 @@ Config TestConfig() {
 // Runs body(rank, engine) on `size` threads, each with its own engine.
 void OnRanks(int size, const std::function<void(int, Engine&)>& body,
              Config config = TestConfig()) {
-  ThreadWorld world(size);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      ThreadTransport transport(world, r);
-      Engine engine(transport, config);
-      ASSERT_TRUE(engine.Start().ok());
-      body(r, engine);
-      engine.Shutdown();
-    });
-  }
-  for (auto& t : threads) t.join();
+  testing::OnRanks(size, config, body);
 }
 
 HandleId SubmitAllreduce(Engine& engine, const std::string& name, std::vector<float>& data) {

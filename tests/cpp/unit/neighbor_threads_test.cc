@@ -4,39 +4,26 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <functional>
 #include <chrono>
+#include <functional>
 #include <random>
 #include <thread>
 
 #include "../support/engine_requests.h"
-#include "../support/thread_transport.h"
+#include "../support/engines_on_threads.h"
 #include "engine/engine.h"
 #include "neighbor/op_steps.h"
 
 namespace flock {
 namespace {
 
-using testing::ThreadTransport;
-using testing::ThreadWorld;
 using testing::WaitFor;
 
 void OnRanks(int size, const std::function<void(int, Engine&)>& body, int64_t inline_bytes) {
   Config config;
   config.cycle_time_ms = 1.0;
   config.neighbor_inline_bytes = inline_bytes;
-  ThreadWorld world(size);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      ThreadTransport transport(world, r);
-      Engine engine(transport, config);
-      ASSERT_TRUE(engine.Start().ok());
-      body(r, engine);
-      engine.Shutdown();
-    });
-  }
-  for (auto& t : threads) t.join();
+  testing::OnRanks(size, config, body);
 }
 
 // A dynamic plan: receive from `src` with `weights`, send to `dst`.

@@ -9,6 +9,8 @@ broadcast_parameters, allreduce_parameters and broadcast_optimizer_state;
 misuse gets clear errors.
 """
 
+import io
+
 import pytest
 import torch
 
@@ -55,6 +57,7 @@ def test_the_wrapped_object_is_still_the_optimizer(kind):
     for step in range(3):
         _train_step(model, optimizer, step)
     assert [p.data_ptr() for p in model.parameters()] == storage, "parameters were replaced"
+    torch.save(model, io.BytesIO())  # the model still pickles whole
     state = optimizer.state_dict()
     assert len(state["state"]) == len(list(model.parameters()))
     # A fresh optimizer loads the state and takes the same next step.
@@ -231,3 +234,68 @@ def test_broadcast_optimizer_state_of_a_stateful_optimizer():
     state = optimizer.state_dict()["state"]
     assert len(state) == 6 and all(s["step"].item() == 3 for s in state.values())
     assert _identical_on_every_rank([s["exp_avg"] for s in state.values()], "bos.check")
+
+
+@pytest.mark.parametrize("kind", sorted(WRAPPERS))
+def test_a_scheduler_made_before_wrapping_still_steps_the_distributed_optimizer(kind):
+    model = _model()
+    inner = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(inner, step_size=1, gamma=0.5)
+    optimizer = WRAPPERS[kind](inner, model)
+    before = bf.engine_counters()["requests"]
+    _train_step(model, optimizer, 0)
+    assert bf.engine_counters()["requests"] - before == 6, "step() did not communicate"
+    scheduler.step()  # no "scheduler before optimizer" warning: the step was counted
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize("kind", sorted(WRAPPERS))
+def test_synchronize_then_step_communicates_once(kind):
+    model = _model()
+    optimizer = WRAPPERS[kind](torch.optim.SGD(model.parameters(), lr=0.1), model)
+    reference = _model()
+    reference.load_state_dict(model.state_dict())
+    ref_opt = WRAPPERS[kind](torch.optim.SGD(reference.parameters(), lr=0.1), reference)
+    for m, o, explicit in ((model, optimizer, True), (reference, ref_opt, False)):
+        before = bf.engine_counters()["requests"]
+        o.zero_grad()
+        m(_batch(5)).pow(2).mean().backward()
+        if explicit:
+            o.synchronize()
+            o.synchronize()  # a second call does nothing
+        o.step()  # without skip_synchronize: must not communicate or update twice
+        assert bf.engine_counters()["requests"] - before == 6
+    for p, q in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(p, q)
+
+
+def test_two_optimizers_at_once_and_a_newer_one_takes_over():
+    generator, critic = _model(1), _model(2)
+    g_opt = bf.DistributedAdaptWithCombineOptimizer(torch.optim.SGD(generator.parameters(), lr=0.1),
+                                                    generator)
+    c_opt = bf.DistributedAdaptWithCombineOptimizer(torch.optim.SGD(critic.parameters(), lr=0.1),
+                                                    critic)
+    # The critic's forward runs the generator's too: both in flight, distinct names.
+    for opt in (g_opt, c_opt):
+        opt.zero_grad()
+    critic(generator(_batch(0)).repeat(1, 6)).mean().backward()
+    g_opt.step()
+    c_opt.step()
+    # A second optimizer over the generator while the first is still referenced: the old
+    # one's hooks go quiet (one launch per parameter, not two).
+    newer = bf.DistributedAdaptWithCombineOptimizer(torch.optim.SGD(generator.parameters(), lr=0.1),
+                                                    generator)
+    before = bf.engine_counters()["requests"]
+    _train_step(generator, newer, 1)
+    assert bf.engine_counters()["requests"] - before == 6
+    assert g_opt is not None
+
+
+def test_wrapping_inside_no_grad():
+    model = _model()
+    with torch.no_grad():
+        optimizer = bf.DistributedGradientAllreduceOptimizer(
+            torch.optim.SGD(model.parameters(), lr=0.1), model)
+    before = bf.engine_counters()["requests"]
+    _train_step(model, optimizer, 0)
+    assert bf.engine_counters()["requests"] - before == 6

@@ -9,21 +9,44 @@ before — and only ``step`` (and ``synchronize``) learn to communicate.
 Names: each parameter communicates under a name taken from
 ``model.named_parameters()`` (the same on every rank), so ranks may launch their
 parameters in any order. Parameters the model does not name get
-``group<g>.param<i>``.
+``group<g>.param<i>``. The n-th optimizer of a kind wrapped in this process
+adds ``<n>`` to its prefix, so two optimizers (a GAN's) never share a name —
+wrap them in the same order on every rank.
 
 Hooks: communication is launched from autograd hooks on each parameter's
 gradient accumulator (the node that adds a backward pass's gradient into
 ``p.grad``; its hook runs once that is done), or from forward pre-hooks on the
-modules that own parameters, so it overlaps the rest of the pass.
+modules that own parameters, so it overlaps the rest of the pass. A parameter
+belongs to the optimizer that wrapped it last: hooks of an earlier one (or of a
+dropped one) do nothing.
 """
 
 import contextlib
+import itertools
 import numbers
 import weakref
 
 import torch
 
 from flock.torch import ops
+
+# id(parameter) -> (weakref to it, weakref to the optimizer it belongs to). Tensors compare
+# elementwise, so they cannot be keys of a WeakKeyDictionary; nothing is stored on the
+# parameter either, so models still pickle.
+_owners = {}
+
+
+def _set_owner(p, optimizer):
+    key = id(p)
+    _owners[key] = (weakref.ref(p, lambda _ref: _owners.pop(key, None)), weakref.ref(optimizer))
+
+
+def _owner_of(p):
+    entry = _owners.get(id(p))
+    if entry is None or entry[0]() is not p:
+        return None
+    return entry[1]()
+_wrap_counters = {}  # kind -> itertools.count: the n-th optimizer of that kind
 
 
 class DistributedOptimizerMixin:
@@ -37,9 +60,12 @@ class DistributedOptimizerMixin:
             raise ValueError("num_steps_per_communication must be an integer >= 1, got {!r}"
                              .format(num_steps_per_communication))
         self.num_steps_per_communication = int(num_steps_per_communication)
+        n = next(_wrap_counters.setdefault(self._flock_kind, itertools.count()))
+        self._flock_prefix = self._flock_kind + (str(n) if n else "")
         self._flock_model = model
         self._flock_handles = {}  # parameter -> handle of its communication in flight
         self._flock_skip = False
+        self._flock_synchronized = False  # synchronize() ran since the last step()
         self._flock_hooked = set()  # parameters whose hooks are registered
         self._flock_hook_refs = []  # keeps gradient accumulators (and so their hooks) alive
         self._flock_names = {}
@@ -60,7 +86,10 @@ class DistributedOptimizerMixin:
                     yield p
 
     def _flock_name(self, p, what):
-        return "{}.{}.{}".format(self._flock_kind, what, self._flock_names.get(p, id(p)))
+        return "{}.{}.{}".format(self._flock_prefix, what, self._flock_names.get(p, id(p)))
+
+    def _flock_owns(self, p):
+        return _owner_of(p) is self
 
     def add_param_group(self, param_group):
         super().add_param_group(param_group)
@@ -75,6 +104,7 @@ class DistributedOptimizerMixin:
 
     def _flock_register_all(self):
         for p in self._flock_params():
+            _set_owner(p, self)
             if p in self._flock_hooked:
                 continue
             self._flock_hooked.add(p)
@@ -85,20 +115,24 @@ class DistributedOptimizerMixin:
 
     def _flock_on_gradient(self, p, method):
         """Calls self.method(p) each time a backward pass has added its gradient into p.grad."""
-        accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+        with torch.enable_grad():  # a wrap inside no_grad() still finds the accumulator
+            accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
         accumulator.register_hook(self._flock_weak(method, p))
         self._flock_hook_refs.append(accumulator)
 
     def _flock_weak(self, method, *args):
-        """A hook calling self.method(*args) that does not keep this optimizer alive: the
-        hooks of an optimizer you dropped do nothing (a new one may wrap the same model)."""
+        """A hook calling self.method(*args) while self owns args[0]'s parameters; it does not
+        keep this optimizer alive, and goes quiet once another optimizer wraps them."""
         ref = weakref.ref(self)
 
         def hook(*_):
             optimizer = ref()
-            if optimizer is not None:
-                return method(optimizer, *args)
-            return None
+            if optimizer is None:
+                return None
+            params = args[0] if isinstance(args[0], list) else [args[0]]
+            if not all(optimizer._flock_owns(p) for p in params):
+                return None
+            return method(optimizer, *args)
 
         return hook
 
@@ -113,9 +147,20 @@ class DistributedOptimizerMixin:
     # --- waiting
 
     def _flock_wait_all(self):
-        """{parameter: result} of every communication in flight; clears them."""
+        """{parameter: result} of every communication in flight; clears them. Waits for
+        all of them even when one fails, then raises the first error."""
         handles, self._flock_handles = self._flock_handles, {}
-        return {p: ops.synchronize(h) for p, h in handles.items() if h is not None}
+        results, error = {}, None
+        for p, handle in handles.items():
+            if handle is None:
+                continue
+            try:
+                results[p] = ops.synchronize(handle)
+            except BaseException as exc:  # noqa: B902 (Ctrl-C included: the rest still finish)
+                error = error or exc
+        if error is not None:
+            raise error
+        return results
 
     @contextlib.contextmanager
     def skip_synchronize(self):
@@ -136,5 +181,22 @@ def wrap(optimizer, mixin, *args, **kwargs):
         raise ValueError("this optimizer is already a flock distributed optimizer")
     base = type(optimizer)
     optimizer.__class__ = type(base.__name__, (mixin, base), {"__module__": base.__module__})
+    if "step" in optimizer.__dict__:
+        # A learning-rate scheduler made before wrapping replaced `step` on the object with a
+        # counting wrapper around the original class's step; count through ours instead.
+        del optimizer.__dict__["step"]
+        optimizer.step = _counting_step(optimizer)
     optimizer._flock_setup(*args, **kwargs)
     return optimizer
+
+
+def _counting_step(optimizer):
+    ref = weakref.ref(optimizer)
+
+    def step(*args, **kwargs):
+        instance = ref()
+        instance._step_count = getattr(instance, "_step_count", 0) + 1
+        return type(instance).step(instance, *args, **kwargs)
+
+    step._with_counter = True  # what torch's schedulers look for
+    return step

@@ -102,16 +102,25 @@ class CombineMixin(DistributedOptimizerMixin):
         """What a parameter launched at synchronize() (not from a hook) needs first."""
 
     def synchronize(self):
-        """Waits for this step's combination and writes it into the parameters."""
-        if self.communication_type is CommunicationType.empty:
+        """Waits for this step's combination and writes it into the parameters (on a step
+        that communicates; once per step: step() does not do it again)."""
+        if self._flock_synchronized:
             return
-        for p in self._flock_params():
-            if p not in self._flock_handles:  # not launched by a hook (unused this pass)
-                self._flock_before_launch(p)
-                self._flock_launch(p)
+        if self._flock_communicating():
+            for p in self._flock_params():
+                if p not in self._flock_handles:  # not launched by a hook (unused this pass)
+                    self._flock_before_launch(p)
+                    self._flock_launch(p)
+        # Whatever is in flight is waited for, even if communication_type changed since.
+        combined = self._flock_wait_all()
         with torch.no_grad():
-            for p, combined in self._flock_wait_all().items():
-                p.copy_(combined)
+            for p, value in combined.items():
+                p.copy_(value)
+        self._flock_synchronized = self._flock_communicating()
+
+    def _flock_end_step(self):
+        self._flock_synchronized = False
+        self._flock_steps += 1
 
 
 class AdaptWithCombineMixin(CombineMixin):
@@ -138,10 +147,10 @@ class AdaptWithCombineMixin(CombineMixin):
 
     def step(self, closure=None):
         loss = self._flock_closure(closure)
-        if self._flock_communicating() and not self._flock_skip:
+        if not self._flock_skip:
             self.synchronize()
         super().step()
-        self._flock_steps += 1
+        self._flock_end_step()
         return loss
 
 
@@ -184,11 +193,11 @@ class AdaptThenCombineMixin(CombineMixin):
 
     def step(self, closure=None):
         loss = self._flock_closure(closure)
-        if self._flock_communicating():
-            if not self._flock_skip:
-                self.synchronize()
-        else:
-            super().step()
+        communicating = self._flock_communicating()
+        if not self._flock_skip:
+            self.synchronize()
+        if not communicating:
+            super().step()  # a local step (the hooks updated nothing)
         self._flock_group_of = None  # param_groups may change before the next step
-        self._flock_steps += 1
+        self._flock_end_step()
         return loss

@@ -6,7 +6,9 @@ communication of late layers overlaps the backward pass of early ones.
 
 num_steps_per_communication = J accumulates gradients locally: call backward J
 times, then step() once; the gradients are averaged after the J-th backward
-pass (a step() called earlier averages what has accumulated so far).
+pass (a step() called earlier averages what has accumulated so far). A
+parameter no rank used gets zeros averaged (every rank must take part), so
+momentum and weight decay still move it, as with Horovod.
 """
 
 import torch
@@ -23,9 +25,12 @@ class GradientAllreduceMixin(DistributedOptimizerMixin):
         super()._flock_setup(model, num_steps_per_communication)
 
     def _flock_register(self, p):
+        # Counted before the gradient is added into p.grad, so a pass too many is refused
+        # before it touches a gradient that is being allreduced.
+        p.register_hook(self._flock_weak(GradientAllreduceMixin._flock_count_pass, p))
         self._flock_on_gradient(p, GradientAllreduceMixin._flock_gradient_ready)
 
-    def _flock_gradient_ready(self, p):
+    def _flock_count_pass(self, p):
         passes = self._flock_passes.get(p, 0) + 1
         if passes > self.num_steps_per_communication:
             raise RuntimeError(
@@ -34,31 +39,39 @@ class GradientAllreduceMixin(DistributedOptimizerMixin):
                 .format(self._flock_names.get(p), passes, self.num_steps_per_communication,
                         self.num_steps_per_communication))
         self._flock_passes[p] = passes
-        if passes == self.num_steps_per_communication:
+
+    def _flock_gradient_ready(self, p):
+        if self._flock_passes.get(p, 0) == self.num_steps_per_communication:
             self._flock_launch(p)
 
     def _flock_launch(self, p):
         if p.grad is None:
-            # Every rank must take part: a parameter unused on this rank adds zeros.
-            p.grad = torch.zeros_like(p)
+            p.grad = torch.zeros_like(p)  # every rank must take part
         self._flock_handles[p] = ops.allreduce_nonblocking_(
             p.grad, average=True, name=self._flock_name(p, "grad"))
 
     def synchronize(self):
         """Waits until every gradient holds its average over the ranks.
 
-        Call it before touching gradients between backward and step (clipping),
-        then run step() inside ``with optimizer.skip_synchronize():``.
+        Call it before touching gradients between backward and step (clipping); step()
+        then does not communicate again (``with optimizer.skip_synchronize():`` says so
+        explicitly).
         """
+        if self._flock_synchronized:
+            return
         for p in self._flock_params():
             if p not in self._flock_handles:
                 self._flock_launch(p)
-        self._flock_wait_all()  # in place: the averages are in p.grad
-        self._flock_passes.clear()
+        try:
+            self._flock_wait_all()  # in place: the averages are in p.grad
+        finally:
+            self._flock_passes.clear()
+        self._flock_synchronized = True
 
     def step(self, closure=None):
         loss = self._flock_closure(closure)
         if not self._flock_skip:
             self.synchronize()
+        self._flock_synchronized = False
         super().step()
         return loss
