@@ -120,21 +120,9 @@ class DistributedOptimizerMixin:
         accumulator.register_hook(self._flock_weak(method, p))
         self._flock_hook_refs.append(accumulator)
 
-    def _flock_weak(self, method, *args):
-        """A hook calling self.method(*args) while self owns args[0]'s parameters; it does not
-        keep this optimizer alive, and goes quiet once another optimizer wraps them."""
-        ref = weakref.ref(self)
-
-        def hook(*_):
-            optimizer = ref()
-            if optimizer is None:
-                return None
-            params = args[0] if isinstance(args[0], list) else [args[0]]
-            if not all(optimizer._flock_owns(p) for p in params):
-                return None
-            return method(optimizer, *args)
-
-        return hook
+    def _flock_weak(self, method, target):
+        """A hook calling method(self, target) while self owns target's parameters."""
+        return _WeakHook(self, method, target)
 
     @staticmethod
     def _flock_closure(closure):
@@ -170,6 +158,38 @@ class DistributedOptimizerMixin:
             yield
         finally:
             self._flock_skip = False
+
+
+class _WeakHook:
+    """A hook that calls method(optimizer, target) while the optimizer owns target (a
+    parameter or a list of them). It does not keep the optimizer alive and goes quiet once
+    another optimizer wraps the parameters. A model pickled whole (torch.save(model))
+    keeps an inert hook in its place."""
+
+    def __init__(self, optimizer, method, target):
+        self._optimizer = weakref.ref(optimizer)
+        self._method = method
+        self._target = target
+
+    def __call__(self, *_):
+        optimizer = self._optimizer()
+        if optimizer is None:
+            return None
+        params = self._target if isinstance(self._target, list) else [self._target]
+        if not all(optimizer._flock_owns(p) for p in params):
+            return None
+        return self._method(optimizer, self._target)
+
+    def __reduce__(self):
+        return (_inert_hook_factory, ())
+
+
+def _inert_hook(*_):
+    return None
+
+
+def _inert_hook_factory():
+    return _inert_hook
 
 
 def wrap(optimizer, mixin, *args, **kwargs):
