@@ -62,23 +62,27 @@ DLDataType ToDlpack(DataType dtype) {
   return {kDLUInt, 8, 1};
 }
 
-// What an exported capsule owns: the tensor and the DLPack header pointing into it.
+// What an exported capsule owns: the memory's owner, the shape, and the DLPack
+// header pointing into both.
 struct ExportedTensor {
   DLManagedTensor managed;
-  std::shared_ptr<GatheredTensor> tensor;
+  std::shared_ptr<void> owner;
+  std::vector<int64_t> shape;
 };
 
 }  // namespace
 
-py::capsule ToCapsule(std::shared_ptr<GatheredTensor> tensor) {
+py::capsule ExportCapsule(std::shared_ptr<void> owner, void* data, DataType dtype,
+                          std::vector<int64_t> shape) {
   auto* exported = new ExportedTensor{};
-  exported->tensor = std::move(tensor);
+  exported->owner = std::move(owner);
+  exported->shape = std::move(shape);
   DLTensor& t = exported->managed.dl_tensor;
-  t.data = exported->tensor->bytes.data();
+  t.data = data;
   t.device = {kDLCPU, 0};
-  t.ndim = static_cast<int32_t>(exported->tensor->shape.size());
-  t.dtype = ToDlpack(exported->tensor->dtype);
-  t.shape = exported->tensor->shape.data();
+  t.ndim = static_cast<int32_t>(exported->shape.size());
+  t.dtype = ToDlpack(dtype);
+  t.shape = exported->shape.data();
   t.strides = nullptr;  // compact row-major
   t.byte_offset = 0;
   exported->managed.manager_ctx = exported;
@@ -92,6 +96,13 @@ py::capsule ToCapsule(std::shared_ptr<GatheredTensor> tensor) {
     auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
     managed->deleter(managed);
   });
+}
+
+py::capsule ToCapsule(std::shared_ptr<GatheredTensor> tensor) {
+  void* data = tensor->bytes.data();
+  const DataType dtype = tensor->dtype;
+  std::vector<int64_t> shape = tensor->shape;
+  return ExportCapsule(std::move(tensor), data, dtype, std::move(shape));
 }
 
 Result<DlpackTensor> DlpackTensor::FromCapsule(py::capsule capsule,

@@ -11,7 +11,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "common/data_type.h"
 #include "common/status.h"
 #include "common/tensor_view.h"
 
@@ -34,6 +36,11 @@ class DlpackTensor {
 };
 
 struct GatheredTensor;
+
+// A DLPack capsule of `data` (compact row-major `shape` of `dtype`) that keeps
+// `owner` alive until the consumer (torch, numpy) frees the tensor.
+pybind11::capsule ExportCapsule(std::shared_ptr<void> owner, void* data, DataType dtype,
+                                std::vector<int64_t> shape);
 
 // A DLPack capsule that owns `tensor` (engine-allocated output). bool travels
 // as uint8, like inputs do.

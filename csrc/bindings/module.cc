@@ -8,6 +8,7 @@ namespace flock {
 void BindBasics(pybind11::module_& m);
 void BindCollectives(pybind11::module_& m);
 void BindNeighborOps(pybind11::module_& m);
+void BindOutputPool(pybind11::module_& m);
 void BindTopology(pybind11::module_& m);
 }  // namespace flock
 
@@ -17,5 +18,6 @@ PYBIND11_MODULE(_core, m) {
   flock::BindBasics(m);
   flock::BindCollectives(m);
   flock::BindNeighborOps(m);
+  flock::BindOutputPool(m);
   flock::BindTopology(m);
 }

@@ -17,6 +17,17 @@ void StoreTyped(void* acc_raw, const void* x_raw, double w, int64_t count) {
 }
 
 template <typename T>
+void PairTyped(void* acc_raw, const void* x_raw, double wx, const void* y_raw, double wy,
+               int64_t count) {
+  using C = typename Arith<T>::Compute;
+  auto* __restrict acc = static_cast<C*>(acc_raw);
+  const auto* __restrict x = static_cast<const T*>(x_raw);
+  const auto* __restrict y = static_cast<const T*>(y_raw);
+  const C cx = static_cast<C>(wx), cy = static_cast<C>(wy);
+  for (int64_t i = 0; i < count; ++i) acc[i] = cx * Arith<T>::Load(x[i]) + cy * Arith<T>::Load(y[i]);
+}
+
+template <typename T>
 void AccumulateTyped(void* acc_raw, const void* x_raw, double w, int64_t count) {
   using C = typename Arith<T>::Compute;
   auto* __restrict acc = static_cast<C*>(acc_raw);
@@ -49,6 +60,17 @@ Status WeightedStore(void* acc, const void* x, DataType dtype, double w, int64_t
     case DataType::kBFloat16: StoreTyped<BFloat16>(acc, x, w, count); return Status::OK();
     case DataType::kFloat32: StoreTyped<float>(acc, x, w, count); return Status::OK();
     case DataType::kFloat64: StoreTyped<double>(acc, x, w, count); return Status::OK();
+    default: return NotFloating(dtype);
+  }
+}
+
+Status WeightedPair(void* acc, const void* x, double wx, const void* y, double wy, DataType dtype,
+                    int64_t count) {
+  switch (dtype) {
+    case DataType::kFloat16: PairTyped<Float16>(acc, x, wx, y, wy, count); return Status::OK();
+    case DataType::kBFloat16: PairTyped<BFloat16>(acc, x, wx, y, wy, count); return Status::OK();
+    case DataType::kFloat32: PairTyped<float>(acc, x, wx, y, wy, count); return Status::OK();
+    case DataType::kFloat64: PairTyped<double>(acc, x, wx, y, wy, count); return Status::OK();
     default: return NotFloating(dtype);
   }
 }

@@ -16,6 +16,10 @@ DataType AccumulatorType(DataType dtype);
 // acc[i] = w * x[i]; `x` holds `dtype` elements, `acc` AccumulatorType(dtype) ones.
 Status WeightedStore(void* acc, const void* x, DataType dtype, double w, int64_t count);
 
+// acc[i] = wx * x[i] + wy * y[i]: the store and the first contribution in one pass.
+Status WeightedPair(void* acc, const void* x, double wx, const void* y, double wy, DataType dtype,
+                    int64_t count);
+
 // acc[i] += w * x[i].
 Status WeightedAccumulate(void* acc, const void* x, DataType dtype, double w, int64_t count);
 

@@ -90,12 +90,7 @@ void NeighborExchange::DeliverData(Step& step, int from, const NeighborEntry& en
         StartNextLane(step);
         return;
       }
-      const double w = in.spec->weight * in.scale;
-      if (w != 0.0 && step.status.ok()) {
-        char* acc = static_cast<char*>(step.acc) +
-                    in.spec->offset * DataTypeSize(AccumulatorType(dtype));
-        step.status = WeightedAccumulate(acc, entry.payload, dtype, w, in.spec->count);
-      }
+      Contribute(step, in, entry.payload);
       in.resolved = true;
       return;
     }
@@ -126,7 +121,8 @@ void NeighborExchange::StartNextLane(Step& step) {
   const int index = step.lane_queue.front();
   step.lane_queue.pop_front();
   Incoming& in = step.in[static_cast<size_t>(index)];
-  step.scratch.resize(static_cast<size_t>(in.bytes));
+  if (step.scratch.size() < static_cast<size_t>(in.bytes))
+    step.scratch = pool_.Acquire(static_cast<size_t>(in.bytes));
   auto transfer = transport_.StartRecv(step.scratch.data(), in.bytes, in.spec->peer, in.lane_tag,
                                        CommGroup::kNeighbor);
   if (!transfer.ok()) {
@@ -136,6 +132,33 @@ void NeighborExchange::StartNextLane(Step& step) {
   }
   step.scratch_transfer = transfer.value();
   step.scratch_owner = index;
+}
+
+void NeighborExchange::Contribute(Step& step, const Incoming& in, const void* data) {
+  const double w = in.spec->weight * in.scale;
+  if (!step.status.ok()) return;
+  const ExchangeStep& spec = *step.spec;
+  const DataType dtype = step.call->request.op.tensor.dtype;
+  if (step.self_pending && w != 0.0 && in.spec->offset == 0 && in.spec->count == spec.self_count) {
+    // The first contribution covering the whole target: store and add in one pass.
+    step.self_pending = false;
+    step.status = WeightedPair(step.acc, step.self, spec.self_weight, data, w, dtype, spec.self_count);
+    return;
+  }
+  if (w == 0.0) return;
+  StoreSelf(step);
+  if (!step.status.ok()) return;
+  char* acc = static_cast<char*>(step.acc) + in.spec->offset * DataTypeSize(AccumulatorType(dtype));
+  step.status = WeightedAccumulate(acc, data, dtype, w, in.spec->count);
+}
+
+void NeighborExchange::StoreSelf(Step& step) {
+  if (!step.self_pending) return;
+  step.self_pending = false;
+  if (step.status.ok()) {
+    step.status = WeightedStore(step.acc, step.self, step.call->request.op.tensor.dtype,
+                                step.spec->self_weight, step.spec->self_count);
+  }
 }
 
 void NeighborExchange::DeliverExpect(Step& step, int from, const NeighborEntry& entry) {
@@ -217,23 +240,19 @@ void NeighborExchange::DrainLane(int from, const NeighborEntry& entry) {
 
 bool NeighborExchange::ProgressStep(Step& step) {
   bool did_work = false;
-  const DataType dtype = step.call->request.op.tensor.dtype;
   if (step.scratch_transfer >= 0) {
     auto done = transport_.TestTransfer(step.scratch_transfer);
     if (!done.ok() || done.value()) {
       Incoming& in = step.in[static_cast<size_t>(step.scratch_owner)];
       step.scratch_transfer = -1;
-      const double w = in.spec->weight * in.scale;
       if (!done.ok()) {
         FailPair(step, in.spec->peer, done.status());
-      } else if (w != 0.0 && step.status.ok()) {
-        char* acc = static_cast<char*>(step.acc) +
-                    in.spec->offset * DataTypeSize(AccumulatorType(dtype));
-        step.status = WeightedAccumulate(acc, step.scratch.data(), dtype, w, in.spec->count);
+      } else {
+        Contribute(step, in, step.scratch.data());
       }
       in.resolved = true;
       StartNextLane(step);
-      if (step.scratch_transfer < 0) std::vector<char>().swap(step.scratch);  // free it early
+      if (step.scratch_transfer < 0) step.scratch.Release();  // back to the pool early
       did_work = true;
     }
   }

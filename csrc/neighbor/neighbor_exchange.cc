@@ -92,8 +92,8 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
   const DataType dtype = call->request.op.tensor.dtype;
   const size_t elem = DataTypeSize(dtype);
   // The slice buffers of a multi-step call, sized by the step that writes them.
-  if (spec.target == StepBuffer::kMean) call->mean.resize(spec.target_count * elem);
-  if (spec.target == StepBuffer::kResult) call->result.resize(spec.target_count * elem);
+  if (spec.target == StepBuffer::kMean) call->mean = pool_.Acquire(spec.target_count * elem);
+  if (spec.target == StepBuffer::kResult) call->result = pool_.Acquire(spec.target_count * elem);
 
   const std::string match_name = call->match_name + spec.suffix;
   next_seq_[match_name] = std::max(next_seq_[match_name], call->seq + 1);
@@ -114,10 +114,12 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
     if (AccumulatorType(dtype) == dtype && step.target != input) {
       step.acc = step.target;
     } else {
-      step.acc_storage.resize(spec.target_count * DataTypeSize(AccumulatorType(dtype)));
+      step.acc_storage = pool_.Acquire(spec.target_count * DataTypeSize(AccumulatorType(dtype)));
       step.acc = step.acc_storage.data();
     }
-    step.status = WeightedStore(step.acc, self, dtype, spec.self_weight, spec.self_count);
+    // Stored with the first contribution, in one pass (or at the end: no sources).
+    step.self = self;
+    step.self_pending = true;
   } else if (spec.mode == ExchangeStep::Mode::kPlace && spec.self_count > 0) {
     std::memmove(step.target + spec.self_target_offset * elem, self, spec.self_count * elem);
   }
@@ -399,6 +401,8 @@ Status NeighborExchange::FinishStep(Step& step) {
   Call& call = *step.call;
   const DataType dtype = call.request.op.tensor.dtype;
   if (spec.mode == ExchangeStep::Mode::kReduce) {
+    StoreSelf(step);
+    if (!step.status.ok()) return step.status;
     if (step.acc == step.target) return Status::OK();
     return StoreAccumulator(step.target, step.acc, dtype, spec.target_count);
   }

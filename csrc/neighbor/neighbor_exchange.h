@@ -43,6 +43,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/buffer_pool.h"
 #include "common/status.h"
 #include "engine/counters.h"
 #include "engine/pending_request.h"
@@ -97,7 +98,7 @@ class NeighborExchange {
     int64_t seq = 0;
     size_t next_step = 0;
     Status status;  // the first error of any step
-    std::vector<char> mean, result;  // StepBuffer::kMean / kResult
+    PooledBuffer mean, result;  // StepBuffer::kMean / kResult
     std::shared_ptr<GatheredTensor> gathered;
   };
   struct Incoming {
@@ -125,10 +126,12 @@ class NeighborExchange {
     std::string match_name;  // the call's match name + the step's suffix
     char* target = nullptr;
     void* acc = nullptr;  // kReduce: where the sum builds up (target, or acc_storage)
-    std::vector<char> acc_storage;
+    const char* self = nullptr;  // kReduce: this rank's part, weighted by self_weight
+    bool self_pending = false;   // self·self_weight not yet in acc (fused with a contribution)
+    PooledBuffer acc_storage;
     std::vector<Incoming> in;
     std::vector<Outgoing> out;
-    std::vector<char> scratch;  // kReduce: the one lane buffer
+    PooledBuffer scratch;  // kReduce: the one lane buffer
     TransferId scratch_transfer = -1;
     int scratch_owner = -1;
     std::deque<int> lane_queue;  // lanes waiting for the scratch buffer
@@ -175,6 +178,8 @@ class NeighborExchange {
   void QueueReject(int peer, const std::string& match_name, int64_t seq, const Status& status);
   void DrainLane(int from, const NeighborEntry& entry);
   void StartNextLane(Step& step);
+  void Contribute(Step& step, const Incoming& in, const void* data);
+  void StoreSelf(Step& step);
   bool ProgressStep(Step& step);
   bool TryComplete(const std::string& key);
   Status FinishStep(Step& step);
@@ -188,6 +193,7 @@ class NeighborExchange {
   Timeline& timeline_;
   FinishFn finish_;
 
+  BufferPool pool_;  // first: the buffers of steps and calls go back to it
   std::unordered_map<std::string, Step> steps_;  // by step key
   std::unordered_map<std::string, int64_t> next_seq_;  // per step match name
   std::unordered_map<std::string, std::vector<Arrival>> mailbox_;

@@ -95,5 +95,19 @@ TEST(WeightedKernels, Float64IsExactForPowersOfTwo) {
   EXPECT_FALSE(WeightedStore(acc, x, DataType::kInt32, 1.0, 1).ok());
 }
 
+TEST(WeightedKernels, PairIsStoreThenAccumulateInOnePass) {
+  const float x[3] = {1.0f, -2.0f, 0.5f}, y[3] = {4.0f, 8.0f, -16.0f};
+  float pair[3], twice[3];
+  ASSERT_TRUE(WeightedPair(pair, x, 0.5, y, 0.25, DataType::kFloat32, 3).ok());
+  ASSERT_TRUE(WeightedStore(twice, x, DataType::kFloat32, 0.5, 3).ok());
+  ASSERT_TRUE(WeightedAccumulate(twice, y, DataType::kFloat32, 0.25, 3).ok());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(pair[i], twice[i]) << i;
+  const BFloat16 bx = ToBFloat16(3.0f), by = ToBFloat16(5.0f);
+  float acc = 0;
+  ASSERT_TRUE(WeightedPair(&acc, &bx, 1.0, &by, 2.0, DataType::kBFloat16, 1).ok());
+  EXPECT_EQ(acc, 13.0f);  // accumulated in float32
+  EXPECT_FALSE(WeightedPair(pair, x, 1.0, y, 1.0, DataType::kInt64, 1).ok());
+}
+
 }  // namespace
 }  // namespace flock
