@@ -107,10 +107,14 @@ void Engine::Run() {
   // may still be on their way (another communicator than the final response).
   const auto give_up = Clock::now() + kNeighborDrainLimit;
   while (!neighbor_->done() && Clock::now() < give_up) Idle(Step());
+  Step();  // requests queued at the very end fail here (this rank has left)
   if (!neighbor_->done()) {
     FLOCK_LOG(kWarning, "engine") << "stopped without every neighbour's goodbye after "
                                   << kNeighborDrainLimit.count() << " s";
+    neighbor_->Abandon("flock was shut down before this call's transfers finished");
   }
+  // Nothing may wait for a handle this thread will never complete.
+  handles_.FailAllPending(Status::Aborted("flock has been shut down"));
   // Deliver what is still posted (e.g. the last responses) before the
   // transport may be torn down.
   for (int i = 0; i < 100000; ++i) {

@@ -101,6 +101,16 @@ void NeighborExchange::OnGoodbye(int from) {
   TryCompleteAll();
 }
 
+void NeighborExchange::Abandon(const std::string& reason) {
+  std::vector<std::shared_ptr<Call>> calls;
+  for (auto& [key, step] : steps_) {
+    timeline_.End(step.call->request.op.name);
+    calls.push_back(step.call);
+  }
+  steps_.clear();
+  for (auto& call : calls) finish_(call->request, Status::Aborted(reason), nullptr);
+}
+
 bool NeighborExchange::done() const {
   return departed_ && steps_.empty() && discards_.empty() &&
          static_cast<int>(gone_.size()) == size_ - 1;

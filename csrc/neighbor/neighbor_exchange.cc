@@ -320,13 +320,17 @@ bool NeighborExchange::Poll() {
 }
 
 bool NeighborExchange::transferring() const {
+  // Receives the peer has already sent for, and sends whose receiver has
+  // confirmed it reached the call (topology check): both finish within the
+  // transfer time. A send to a peer still computing is not polled for: with
+  // the single-copy shared-memory path the receiver pulls the bytes itself.
   if (!discards_.empty()) return true;
   for (const auto& [key, step] : steps_) {
     if (step.scratch_transfer >= 0) return true;
     for (const Incoming& in : step.in)
       if (in.transfer >= 0) return true;
     for (const Outgoing& out : step.out)
-      if (out.lane >= 0) return true;
+      if (out.lane >= 0 && step.spec->check && out.confirmed) return true;
   }
   return false;
 }

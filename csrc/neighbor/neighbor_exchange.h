@@ -83,9 +83,13 @@ class NeighborExchange {
   // Departed, every other rank's goodbye heard, nothing in flight: the
   // engine thread may stop without leaving a peer or a transfer behind.
   bool done() const;
+  // Ends every call still here with `reason`, without telling anyone (the
+  // engine stops; the transport cancels what is still in flight).
+  void Abandon(const std::string& reason);
 
   bool busy() const { return !steps_.empty() || !discards_.empty(); }
-  // Bytes are moving in lanes: MPI progresses them only while polled.
+  // Bytes are moving in lanes that finish soon if polled (MPI progresses
+  // them only inside its calls): the engine polls without sleeping then.
   bool transferring() const;
   bool has_unsent() const { return !outbox_.empty(); }
   Clock::time_point flush_deadline() const;
