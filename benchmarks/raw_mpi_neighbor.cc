@@ -31,20 +31,13 @@
 #include <string>
 #include <vector>
 
-#define BENCH_MPI_CHECK(call)                                              \
-  do {                                                                     \
-    int code_ = (call);                                                    \
-    if (code_ != MPI_SUCCESS) {                                            \
-      std::fprintf(stderr, "%s failed with MPI error %d\n", #call, code_); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                        \
-    }                                                                      \
-  } while (0)
+#include "raw_mpi_protocol.h"
 
 namespace {
 
-constexpr long kMinBytes = 4L << 10;
-constexpr long kMaxBytes = 64L << 20;
-constexpr long kLargeBytes = 4L << 20;  // from here on: fewer warm-ups and reps
+using bench::kMaxBytes;
+using bench::kMinBytes;
+using bench::WarmupsFor;
 constexpr int kResNet50Tensors = 161;
 constexpr long kResNet50Params = 25557032;
 
@@ -57,12 +50,8 @@ struct Options {
   bool thread_multiple = false;  // initialize MPI the way flock does
 };
 
-int WarmupsFor(long bytes) {
-  return bytes < kLargeBytes ? 5 : 3;
-}
 int RepsFor(long bytes, const Options& options) {
-  if (options.reps > 0) return options.reps;
-  return bytes < kLargeBytes ? 50 : 20;
+  return bench::RepsFor(bytes, options.reps);
 }
 
 bool ParseArgs(int argc, char** argv, Options* options) {
