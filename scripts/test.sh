@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up (scripts/setup.sh) and runs the whole test suite:
 #   1. C++ tests (ctest): units, MPI tests at np 1-6, the find_package consumer
-#   2. launcher tests and single-process Python tests (pytest)
+#   2. launcher tests, single-process Python tests and flock across emulated
+#      hosts (network namespaces; skipped where they cannot be made)
 #   3. the Python API under flockrun at np 1-6 (one job per size)
 # Every step has a timeout; a hang is reported as a failure. Exits non-zero
 # when anything failed. Reports land in out/test-reports/.
@@ -34,8 +35,9 @@ run_step() {
 
 run_step "C++ tests (ctest)" 900 \
   ctest --test-dir build --output-on-failure --output-junit "$reports/ctest.xml"
-run_step "launcher and single-process tests" 600 \
+run_step "launcher, single-process and emulated-cluster tests" 900 \
   python -m pytest -p no:cacheprovider --timeout=300 tests/python/launcher tests/python/single \
+  tests/python/cluster \
   --junitxml "$reports/junit-single.xml"
 for np in 1 2 3 4 5 6; do
   run_step "Python API under flockrun -np $np" 900 \

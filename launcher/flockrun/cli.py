@@ -24,12 +24,14 @@ from flockrun.machine import local_core_count, local_hostnames
 # argparse sees it, so that a value starting with "-" (as in
 # --mpi-args "--tag-output") is not mistaken for an option.
 VALUE_OPTIONS = ("-np", "-n", "--num-proc", "-H", "--host", "--hostfile",
-                 "-x", "--mpi-args", "--timeline-filename")
+                 "-x", "--mpi-args", "--timeline-filename",
+                 "--network-interface", "--rsh-agent")
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 USAGE = """flockrun -np N [-H HOST[:SLOTS],... | --hostfile FILE]
                 [-x VAR[=value]]... [--mpi-args ARGS]
+                [--network-interface IFACES]... [--rsh-agent COMMAND]
                 [--timeline-filename PATH] [--verbose] [--dry-run]
                 command [args...]"""
 
@@ -40,11 +42,14 @@ arguments, passed untouched ("--" also ends flockrun's options).
 examples:
   flockrun -np 4 python train.py --lr 0.1
   flockrun -np 8 -H node1:4,node2:4 python train.py
+  flockrun -np 8 -H node1:4,node2:4 --network-interface eth1 python train.py
   flockrun -np 2 -x OMP_NUM_THREADS=1 --mpi-args "--tag-output" python x.py
   flockrun -np 2 --dry-run python train.py      # print the mpirun line only
 
 every FLOCK_* variable and PATH, PYTHONPATH, LD_LIBRARY_PATH, VIRTUAL_ENV
-(when set) are forwarded to the ranks. See docs/running.md.
+(when set) are forwarded to the ranks. FLOCK_NETWORK_INTERFACE and
+FLOCK_RSH_AGENT are the defaults of --network-interface and --rsh-agent.
+See docs/running.md.
 """
 
 
@@ -79,6 +84,13 @@ def make_parser() -> argparse.ArgumentParser:
     add("--mpi-args", dest="mpi_args", action="append", default=[],
         metavar="ARGS", help="extra mpirun arguments, split like a shell "
         "would; repeatable")
+    add("--network-interface", dest="network_interfaces", action="append",
+        default=[], metavar="IFACES", help="network for MPI traffic: "
+        "comma-separated interface names or subnets (eth1, 10.0.0.0/24); "
+        "repeatable; default $FLOCK_NETWORK_INTERFACE")
+    add("--rsh-agent", metavar="COMMAND", help="command that starts mpirun's "
+        "daemons on other hosts instead of ssh (called as COMMAND HOST "
+        "...); default $FLOCK_RSH_AGENT")
     add("--timeline-filename", metavar="PATH",
         help="record a timeline: sets FLOCK_TIMELINE to PATH made absolute")
     add("--verbose", action="store_true",
@@ -129,7 +141,11 @@ def split_command(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
 
 def options_from_args(args: argparse.Namespace,
                       command: Sequence[str]) -> LaunchOptions:
-    """LaunchOptions from parsed arguments; reads the hostfile if any."""
+    """LaunchOptions from parsed arguments; reads the hostfile if any.
+
+    Options left out stay "not given": the FLOCK_* defaults are applied by
+    build_mpirun_argv from the environment it is handed.
+    """
     hostfile_hosts = None
     if args.hostfile is not None:
         hostfile_hosts = tuple(read_hostfile(args.hostfile))
@@ -138,7 +154,9 @@ def options_from_args(args: argparse.Namespace,
         host_spec=args.host_spec, hostfile=args.hostfile,
         hostfile_hosts=hostfile_hosts, env_vars=tuple(args.env_vars),
         mpi_args=tuple(args.mpi_args),
-        timeline_filename=args.timeline_filename)
+        timeline_filename=args.timeline_filename,
+        network_interfaces=tuple(args.network_interfaces),
+        rsh_agent=args.rsh_agent)
 
 
 def run_mpirun(argv: List[str], environ: Mapping[str, str]) -> int:

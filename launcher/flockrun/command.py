@@ -6,17 +6,28 @@ an argument, so a test is one list comparison. The argv always has the
 layout
 
     mpirun [--allow-run-as-root] -np N [host list] [placement]
+           [network] [rsh agent]
            [-x NAME | -x NAME=value]... [user --mpi-args]... command...
 
-Placement rules, and why:
+What flockrun adds, and why:
 - ``--bind-to none`` unless the user binds: flock runs a communication
   thread beside the training thread; pinning a rank to one core makes
   the two fight over it.
 - ``--oversubscribe --mca mpi_yield_when_idle 1`` on a single-machine run
   with more ranks than cores: mpirun refuses such runs otherwise, and
   ranks that busy-poll while sharing cores turn a tiny op into ~14 ms.
+- ``--mca {oob,btl}_tcp_if_include`` for ``--network-interface``: hosts
+  with several interfaces (docker0, a management network) otherwise make
+  OpenMPI try each one, and a connection on an unroutable one hangs.
+- ``--mca plm_rsh_agent`` for ``--rsh-agent``: sites (and emulated
+  clusters) that start remote processes with something other than ssh.
+
+Both come from flockrun's options or, when an option is not given, from
+its environment (FLOCK_NETWORK_INTERFACE, FLOCK_RSH_AGENT), read from the
+``env`` argument. An MCA parameter the user sets in --mpi-args wins.
 """
 
+import ipaddress
 import posixpath
 import re
 import shlex
@@ -32,6 +43,24 @@ FORWARDED_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+# Defaults of --network-interface and --rsh-agent (read by flockrun only;
+# like every FLOCK_* variable they are forwarded to the ranks, harmlessly).
+NETWORK_INTERFACE_VARIABLE = "FLOCK_NETWORK_INTERFACE"
+RSH_AGENT_VARIABLE = "FLOCK_RSH_AGENT"
+
+# mpirun options that set an MCA parameter: "--mca NAME VALUE".
+_MCA_FLAGS = ("-mca", "--mca", "-gmca", "--gmca")
+
+# For each parameter flockrun may set, the parameters (OpenMPI 4 synonyms
+# included) whose presence in --mpi-args means the user already chose.
+# OpenMPI refuses if_include together with if_exclude, hence both.
+_USER_CHOICE = {
+    "oob_tcp_if_include": ("oob_tcp_if_include", "oob_tcp_include",
+                           "oob_tcp_if_exclude", "oob_tcp_exclude"),
+    "btl_tcp_if_include": ("btl_tcp_if_include", "btl_tcp_if_exclude"),
+    "plm_rsh_agent": ("plm_rsh_agent", "orte_rsh_agent", "pls_rsh_agent"),
+}
+
 
 @dataclass(frozen=True)
 class LaunchOptions:
@@ -39,7 +68,11 @@ class LaunchOptions:
 
     hostfile_hosts holds the parsed content of ``hostfile`` (the CLI reads
     the file, keeping this module free of I/O). Each mpi_args item is one
-    ``--mpi-args`` string, split here with shell rules.
+    ``--mpi-args`` string, split here with shell rules. Each
+    network_interfaces item is one ``--network-interface`` value; the items
+    are joined with commas. An empty network_interfaces or a None rsh_agent
+    means "not given": build_mpirun_argv then takes the FLOCK_* default
+    from its ``env`` argument, so the option always wins over the variable.
     """
 
     num_proc: Optional[int]
@@ -50,6 +83,8 @@ class LaunchOptions:
     env_vars: Tuple[str, ...] = ()
     mpi_args: Tuple[str, ...] = ()
     timeline_filename: Optional[str] = None
+    network_interfaces: Tuple[str, ...] = ()
+    rsh_agent: Optional[str] = None
 
 
 def build_mpirun_argv(options: LaunchOptions, *, env: Mapping[str, str],
@@ -59,16 +94,20 @@ def build_mpirun_argv(options: LaunchOptions, *, env: Mapping[str, str],
                       cwd: str) -> List[str]:
     """Return the mpirun argv for ``options``; raise LaunchError if invalid.
 
-    env is flockrun's environment, cpu_count the local core count, euid the
-    effective user id, mpirun the resolved mpirun path (None when absent),
-    local_hostnames the names of this machine, cwd the directory relative
-    paths (the timeline file) are resolved against.
+    env is flockrun's environment (forwarded to the ranks, and the source
+    of the FLOCK_NETWORK_INTERFACE and FLOCK_RSH_AGENT defaults), cpu_count
+    the local core count, euid the effective user id, mpirun the resolved
+    mpirun path (None when absent), local_hostnames the names of this
+    machine, cwd the directory relative paths (the timeline file) are
+    resolved against.
     """
     _check_request(options)
     user_mpi_args = _split_mpi_args(options.mpi_args)
     hosts, host_args = _host_args(options)
     _check_slots(options.num_proc, hosts, host_args, user_mpi_args)
     exports = _exports(options, env, cwd)
+    remote_args = (_network_args(options, env, user_mpi_args)
+                   + _rsh_agent_args(options, env, user_mpi_args))
     if mpirun is None:
         raise LaunchError("mpirun not found on PATH; install OpenMPI "
                           "(Debian: apt install openmpi-bin) or add its "
@@ -79,6 +118,7 @@ def build_mpirun_argv(options: LaunchOptions, *, env: Mapping[str, str],
     argv += ["-np", str(options.num_proc)] + host_args
     local = hosts is None or all_local(hosts, local_hostnames)
     argv += _placement_args(options.num_proc, local, cpu_count, user_mpi_args)
+    argv += remote_args
     for item in exports:
         argv += ["-x", item]
     return argv + user_mpi_args + list(options.command)
@@ -161,6 +201,93 @@ def _placement_args(num_proc: int, local: bool, cpu_count: Optional[int],
     if not any("mpi_yield_when_idle" in t for t in user_mpi_args):
         args += ["--mca", "mpi_yield_when_idle", "1"]
     return args
+
+
+def _network_args(options: LaunchOptions, env: Mapping[str, str],
+                  user_mpi_args: List[str]) -> List[str]:
+    """--mca *_tcp_if_include for --network-interface or its variable.
+
+    Both TCP users need it: oob (mpirun talking to its daemons) and btl
+    (rank-to-rank messages); a layer the user configured is left alone.
+    """
+    given = ",".join(options.network_interfaces) \
+        if options.network_interfaces else None
+    value, source = _option_or_env(given, "--network-interface", env,
+                                   NETWORK_INTERFACE_VARIABLE)
+    if value is None:
+        return []
+    _check_network(value, source)
+    return (_mca("oob_tcp_if_include", value, user_mpi_args)
+            + _mca("btl_tcp_if_include", value, user_mpi_args))
+
+
+def _rsh_agent_args(options: LaunchOptions, env: Mapping[str, str],
+                    user_mpi_args: List[str]) -> List[str]:
+    """--mca plm_rsh_agent for --rsh-agent or its variable.
+
+    The value is passed as one word: OpenMPI itself splits it into the
+    program and its arguments and appends the host and remote command.
+    """
+    value, source = _option_or_env(options.rsh_agent, "--rsh-agent", env,
+                                   RSH_AGENT_VARIABLE)
+    if value is None:
+        return []
+    if not value.strip():
+        raise LaunchError(f"bad {source} {value!r}: give the command that "
+                          "starts a program on another host, e.g. ssh")
+    return _mca("plm_rsh_agent", value, user_mpi_args)
+
+
+def _option_or_env(given: Optional[str], option: str, env: Mapping[str, str],
+                   variable: str) -> Tuple[Optional[str], str]:
+    """(value, its source for error messages): the option, else variable.
+
+    A variable set to "" counts as set (and is then rejected), as flock
+    does with its own settings: an empty value is more likely a mistake
+    than a way to say "unset".
+    """
+    if given is not None:
+        return given, option
+    return env.get(variable), variable
+
+
+def _check_network(value: str, source: str) -> None:
+    """Reject what OpenMPI would warn about and then ignore, or hang on.
+
+    OpenMPI reads an item starting with a letter as an interface name and
+    anything else as ADDRESS/PREFIX; a "/" never occurs in a name.
+    """
+    for item in value.split(","):
+        if not item or any(c.isspace() for c in item):
+            raise LaunchError(
+                f"bad {source} {value!r}: expected comma-separated interface "
+                "names or subnets without spaces, e.g. eth0 or 10.0.0.0/24")
+        is_name = item[0].isalpha() and "/" not in item
+        if not is_name and not _is_subnet(item):
+            raise LaunchError(
+                f"bad {source} {value!r}: {item!r} is neither an interface "
+                "name nor a subnet (write a subnet as ADDRESS/PREFIX, e.g. "
+                "10.0.0.0/24)")
+
+
+def _is_subnet(item: str) -> bool:
+    """Is item ADDRESS/PREFIX? (A bare address is not: OpenMPI needs "/".)"""
+    if "/" not in item:
+        return False
+    try:
+        ipaddress.ip_network(item, strict=False)  # host bits may be set
+    except ValueError:
+        return False
+    return True
+
+
+def _mca(name: str, value: str, user_mpi_args: List[str]) -> List[str]:
+    """["--mca", name, value], or nothing when the user already chose."""
+    chosen = _USER_CHOICE[name]
+    if any(flag in _MCA_FLAGS and param in chosen
+           for flag, param in zip(user_mpi_args, user_mpi_args[1:])):
+        return []
+    return ["--mca", name, value]
 
 
 def _exports(options: LaunchOptions, env: Mapping[str, str],

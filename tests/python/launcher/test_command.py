@@ -16,6 +16,7 @@ from flockrun.hosts import Host
 
 MPIRUN = "/usr/bin/mpirun"
 PROGRAM = ("python", "train.py", "--lr", "0.1")
+ROOT = ["--allow-run-as-root"] if os.geteuid() == 0 else []  # for main()
 
 
 def build(num_proc=2, command=PROGRAM, env=None, cpu_count=4, euid=1000,
@@ -205,6 +206,134 @@ def test_unbalanced_quote_in_mpi_args_is_an_error():
         build(mpi_args=("--mca btl 'self",))
 
 
+# --network-interface and --rsh-agent ----------------------------------------
+
+
+def network(value):
+    """The mpirun arguments --network-interface VALUE stands for."""
+    return ["--mca", "oob_tcp_if_include", value,
+            "--mca", "btl_tcp_if_include", value]
+
+
+def test_network_interface_sets_oob_and_btl_before_the_exports():
+    assert build(network_interfaces=("eth1",)) == expected(
+        "-np", "2", "--bind-to", "none", *network("eth1"))
+
+
+def test_repeated_network_interfaces_are_joined_with_commas():
+    argv = build(network_interfaces=("eth1,lo", "10.77.0.0/24"))
+    assert argv == expected("-np", "2", "--bind-to", "none",
+                            *network("eth1,lo,10.77.0.0/24"))
+
+
+def test_network_args_follow_the_placement_args_on_a_local_run():
+    assert build(num_proc=5, network_interfaces=("lo",)) == expected(
+        "-np", "5", "--bind-to", "none", *OVERSUBSCRIBE, *network("lo"))
+
+
+def test_network_interface_defaults_to_its_variable():
+    env = {"PATH": "/bin", "FLOCK_NETWORK_INTERFACE": "10.77.0.0/24"}
+    assert build(env=env) == exporting(
+        *network("10.77.0.0/24"), "-x", "FLOCK_NETWORK_INTERFACE",
+        "-x", "PATH")
+
+
+def test_network_interface_option_beats_its_variable():
+    env = {"FLOCK_NETWORK_INTERFACE": "eth0"}
+    assert build(env=env, network_interfaces=("eth1",)) == exporting(
+        *network("eth1"), "-x", "FLOCK_NETWORK_INTERFACE")
+
+
+@pytest.mark.parametrize("mpi_args, added", [
+    ("--mca btl_tcp_if_exclude docker0,lo", "oob_tcp_if_include"),
+    ("-mca oob_tcp_if_include eth0", "btl_tcp_if_include"),
+    ("--gmca oob_tcp_if_exclude lo", "btl_tcp_if_include"),
+    ("--mca oob_tcp_include eth0", "btl_tcp_if_include"),  # a synonym
+])
+def test_users_own_interface_choice_is_kept_and_not_duplicated(mpi_args,
+                                                               added):
+    argv = build(network_interfaces=("eth1",), mpi_args=(mpi_args,))
+    assert argv == exporting("--mca", added, "eth1", "-x", "PATH",
+                             *mpi_args.split())
+
+
+def test_user_choosing_both_layers_leaves_nothing_to_add():
+    mpi_args = "--mca oob_tcp_if_include a --mca btl_tcp_if_include b"
+    argv = build(network_interfaces=("eth1",), mpi_args=(mpi_args,))
+    assert argv == exporting("-x", "PATH", *mpi_args.split())
+
+
+@pytest.mark.parametrize("value", [
+    "eth0", "lo,eth1", "10.77.0.0/24", "10.77.0.5/24",
+    "enp0s31f6,192.168.1.0/24"])
+def test_interface_names_and_subnets_are_accepted(value):
+    assert build(network_interfaces=(value,)) == expected(
+        "-np", "2", "--bind-to", "none", *network(value))
+
+
+@pytest.mark.parametrize("value, words", [
+    ("", "without spaces"),
+    ("eth0,", "without spaces"),
+    ("eth0,,eth1", "without spaces"),
+    ("eth 0", "without spaces"),
+    ("eth0, eth1", "without spaces"),
+    ("10.77.0.1", "'10.77.0.1' is neither an interface name nor a subnet"),
+    ("10.77.0.0/33", "'10.77.0.0/33' is neither"),
+    ("300.1.2.0/24", "'300.1.2.0/24' is neither"),
+    ("eth0/24", "'eth0/24' is neither"),
+    ("-eth0", "'-eth0' is neither"),
+])
+def test_bad_network_interface_is_an_error_naming_it(value, words):
+    with pytest.raises(LaunchError) as error:
+        build(network_interfaces=(value,))
+    assert f"bad --network-interface {value!r}: " in str(error.value)
+    assert words in str(error.value)
+
+
+def test_bad_network_variable_is_an_error_naming_the_variable():
+    for value in ("", "10.0.0.1"):
+        with pytest.raises(LaunchError,
+                           match=f"bad FLOCK_NETWORK_INTERFACE '{value}'"):
+            build(env={"FLOCK_NETWORK_INTERFACE": value})
+
+
+RSH = ["--mca", "plm_rsh_agent"]
+
+
+def test_rsh_agent_is_passed_as_one_word():
+    assert build(rsh_agent="ssh -p 2222") == expected(
+        "-np", "2", "--bind-to", "none", *RSH, "ssh -p 2222")
+
+
+def test_rsh_agent_defaults_to_its_variable_and_the_option_beats_it():
+    env = {"FLOCK_RSH_AGENT": "/opt/bin/enter-host"}
+    assert build(env=env) == exporting(*RSH, "/opt/bin/enter-host",
+                                       "-x", "FLOCK_RSH_AGENT")
+    assert build(env=env, rsh_agent="rsh") == exporting(
+        *RSH, "rsh", "-x", "FLOCK_RSH_AGENT")
+
+
+@pytest.mark.parametrize("mpi_args", [
+    "--mca plm_rsh_agent rsh", "-mca orte_rsh_agent rsh"])
+def test_users_own_rsh_agent_is_kept_and_not_duplicated(mpi_args):
+    argv = build(rsh_agent="ssh", mpi_args=(mpi_args,))
+    assert argv == exporting("-x", "PATH", *mpi_args.split())
+
+
+def test_network_comes_before_the_rsh_agent():
+    argv = build(network_interfaces=("eth1",), rsh_agent="ssh")
+    assert argv == expected("-np", "2", "--bind-to", "none",
+                            *network("eth1"), *RSH, "ssh")
+
+
+@pytest.mark.parametrize("env, rsh_agent, name", [
+    ({}, "", "--rsh-agent"), ({}, "  ", "--rsh-agent"),
+    ({"FLOCK_RSH_AGENT": ""}, None, "FLOCK_RSH_AGENT")])
+def test_empty_rsh_agent_is_an_error(env, rsh_agent, name):
+    with pytest.raises(LaunchError, match=f"bad {name} '{rsh_agent or ''}"):
+        build(env=env, rsh_agent=rsh_agent)
+
+
 # request errors --------------------------------------------------------------
 
 
@@ -241,6 +370,12 @@ def test_option_values_starting_with_a_dash_are_kept():
         ["--mpi-args=--tag-output", "-x=A=-1", "--dry-run"], ["prog"])
 
 
+def test_network_and_rsh_agent_values_may_start_with_a_dash():
+    assert split_command(["--network-interface", "-eth0", "--rsh-agent",
+                          "-agent", "prog"]) == (
+        ["--network-interface=-eth0", "--rsh-agent=-agent"], ["prog"])
+
+
 def test_double_dash_ends_flockrun_options():
     assert split_command(["-n", "2", "--", "-weird", "x"]) == (
         ["-n=2"], ["-weird", "x"])
@@ -252,10 +387,41 @@ def test_main_dry_run_prints_the_argv(capsys):
                 environ={"PATH": "/bin"}, which=lambda *_, **__: MPIRUN)
     out = capsys.readouterr().out
     assert code == 0 and out.endswith("\n")
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    assert shlex.split(out) == [MPIRUN, *root, "-np", "1", "--bind-to", "none",
+    assert shlex.split(out) == [MPIRUN, *ROOT, "-np", "1", "--bind-to", "none",
                                 "-x", "PATH", "-x", "BAR=1", "--tag-output",
                                 "prog", "a b"]
+
+
+def test_main_passes_network_and_rsh_agent(capsys):
+    code = main(["-np", "1", "--network-interface", "eth1",
+                 "--network-interface", "10.0.0.0/8", "--rsh-agent",
+                 "-agent -v", "--dry-run", "prog"],
+                environ={"PATH": "/bin"}, which=lambda *_, **__: MPIRUN)
+    assert code == 0
+    assert shlex.split(capsys.readouterr().out) == [
+        MPIRUN, *ROOT, "-np", "1", "--bind-to", "none",
+        *network("eth1,10.0.0.0/8"), *RSH, "-agent -v", "-x", "PATH", "prog"]
+
+
+def test_main_takes_the_defaults_from_its_environment(capsys):
+    environ = {"PATH": "/bin", "FLOCK_NETWORK_INTERFACE": "lo",
+               "FLOCK_RSH_AGENT": "agent"}
+    code = main(["-np", "1", "--dry-run", "prog"], environ=environ,
+                which=lambda *_, **__: MPIRUN)
+    assert code == 0
+    assert shlex.split(capsys.readouterr().out) == [
+        MPIRUN, *ROOT, "-np", "1", "--bind-to", "none", *network("lo"), *RSH,
+        "agent", "-x", "FLOCK_NETWORK_INTERFACE", "-x", "FLOCK_RSH_AGENT",
+        "-x", "PATH", "prog"]
+
+
+def test_main_rejects_a_bad_variable_with_status_2(capsys):
+    code = main(["-np", "1", "prog"],
+                environ={"PATH": "/bin", "FLOCK_NETWORK_INTERFACE": "a b"},
+                which=lambda *_, **__: MPIRUN)
+    assert code == 2
+    assert capsys.readouterr().err.startswith(
+        "flockrun: error: bad FLOCK_NETWORK_INTERFACE 'a b'")
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -268,6 +434,11 @@ def test_main_dry_run_prints_the_argv(capsys):
     (["-np", "2", "--hostfile", "/no/such/file", "prog"], "cannot read"),
     (["-np", "two", "prog"], "invalid int value"),
     (["-np", "2", "--no-such-option", "prog"], "unrecognized arguments"),
+    (["-np", "2", "--network-interface", "eth 0", "prog"],
+     "bad --network-interface 'eth 0'"),
+    (["-np", "2", "--network-interface", "-10.0.0.0/8", "prog"],
+     "'-10.0.0.0/8' is neither an interface name nor a subnet"),
+    (["-np", "2", "--rsh-agent", "", "prog"], "bad --rsh-agent ''"),
 ])
 def test_main_errors_exit_2_with_flockrun_error(capsys, argv, words):
     found = None if words.startswith("mpirun") else MPIRUN
