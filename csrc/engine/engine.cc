@@ -18,6 +18,9 @@ constexpr int kResponseTag = 2;
 constexpr int kShutdownTag = 3;
 constexpr double kMinSleepUs = 10;
 constexpr double kMaxSleepUs = 1000;
+// Longest pause between polls while bytes cross a network: short enough that
+// the socket buffers never run dry (at 10 Gbit/s, 100 us is 125 KB).
+constexpr double kMaxNetworkPollSleepUs = 100;
 // How long after the last activity the loop keeps polling without sleeping
 // while something is in flight.
 constexpr auto kSpinWindow = std::chrono::microseconds(200);
@@ -38,6 +41,9 @@ Engine::Engine(Transport& transport, const Config& config)
   NeighborExchange::Options neighbor_options;
   neighbor_options.inline_limit_bytes = config.neighbor_inline_bytes;
   neighbor_options.message_limit_bytes = config.fusion_threshold_bytes;
+  // The neighbor group is the world's ranks in the world's order.
+  for (int r = 0; r < size_; ++r)
+    neighbor_options.peer_on_this_host.push_back(transport.on_this_host(r));
   neighbor_options.cycle_time_ms = config.cycle_time_ms;
   neighbor_ = std::make_unique<NeighborExchange>(
       transport, neighbor_options, counters_, timeline_,
@@ -365,14 +371,25 @@ void Engine::Idle(bool did_work) {
     last_activity_ = now;
     return;
   }
-  if (neighbor_->transferring()) {
+  const NeighborExchange::Transfers transfers = neighbor_->transfers();
+  if (transfers.on_this_host) {
     // Lanes move only while MPI is polled (large shared-memory messages go
     // fragment by fragment): keep polling as a blocking MPI call would.
     std::this_thread::yield();
     return;
   }
-  const bool awaiting = !pending_.empty() || neighbor_->busy() ||
-                        (coordinator_ && coordinator_->pending_names() > 0);
+  if (transfers.any) {
+    // Only lanes to other hosts: bytes arrive at link speed, the kernel's
+    // socket buffers keep them moving between polls, and spinning through a
+    // whole transfer would take a core from training.
+    idle_sleep_us_ = std::clamp(idle_sleep_us_ * 2, kMinSleepUs, kMaxNetworkPollSleepUs);
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait_for(lock, std::chrono::duration<double, std::micro>(idle_sleep_us_),
+                   [this] { return !queue_.empty() || flush_requested_; });
+    return;
+  }
+  const bool awaiting =
+      !pending_.empty() || neighbor_->busy() || (coordinator_ && coordinator_->pending_names() > 0);
   if (size_ > 1 && awaiting && now - last_activity_ < kSpinWindow) {
     // A response (or a peer's announcement) is due within microseconds on a
     // shared-memory job: yielding beats any sleep, whose wake-up alone costs
@@ -382,8 +399,8 @@ void Engine::Idle(bool did_work) {
   }
   std::unique_lock<std::mutex> lock(mutex_);
   if (!queue_.empty() || (stop_requested_ && !shutdown_announced_)) return;
-  const bool must_poll = size_ > 1 && (rank_ == 0 || !pending_.empty() || neighbor_->busy() ||
-                                       shutdown_announced_);
+  const bool must_poll =
+      size_ > 1 && (rank_ == 0 || !pending_.empty() || neighbor_->busy() || shutdown_announced_);
   if (!unsent_.empty() || neighbor_->has_unsent()) {
     // Fusion window: sleep until it ends or a thread starts waiting.
     auto deadline = Clock::time_point::max();
@@ -395,8 +412,7 @@ void Engine::Idle(bool did_work) {
   if (!must_poll) {
     // Nothing in flight. Still look for neighbours' messages now and then: a
     // rank whose call ended must answer a late topology-check notice.
-    wake_.wait_for(lock, kIdlePollInterval,
-                   [this] { return !queue_.empty() || stop_requested_; });
+    wake_.wait_for(lock, kIdlePollInterval, [this] { return !queue_.empty() || stop_requested_; });
     return;
   }
   idle_sleep_us_ = std::clamp(idle_sleep_us_ * 2, kMinSleepUs, kMaxSleepUs);

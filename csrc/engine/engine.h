@@ -12,7 +12,10 @@
 // and on the coordinator (which must hear other ranks at any time), the loop
 // polls — without sleeping for 200 us after the last activity while a
 // response is due, then with a back-off that doubles from 10 us up to 1 ms —
-// and starts over as soon as anything happens. Fusion: an announcement waits until no request
+// and starts over as soon as anything happens. Neighbor lanes in flight:
+// polled without sleeping when the peer is on this host (shared memory moves
+// only inside MPI calls), every 10-100 us when it is on another host (the
+// socket buffers carry the bytes between polls). Fusion: an announcement waits until no request
 // has arrived for FLOCK_CYCLE_TIME_MS (at most ten cycles in all), unless a
 // thread is already waiting for one of its requests.
 #pragma once
@@ -37,7 +40,6 @@
 #include "transport/transport.h"
 
 namespace flock {
-
 
 class Engine {
  public:

@@ -132,6 +132,12 @@ void Engine::Execute(const Response& response) {
       status = Phase(timeline_, batch, "COMMUNICATE",
                      [&] { return transport_.Barrier(first.op.group); });
       break;
+    case OpKind::kNeighborAllreduce:
+    case OpKind::kNeighborAllgather:
+    case OpKind::kHierarchicalNeighborAllreduce:
+      // Never negotiated: NeighborExchange runs them (engine.cc routes them there).
+      status = Status::Internal("a neighbor op reached the global executor");
+      break;
   }
   for (size_t i = 0; i < batch.size() && i < response.cache_ids.size(); ++i)
     cache_.Store(response.cache_ids[i], batch[i]->op.name, MakeSignature(batch[i]->op));

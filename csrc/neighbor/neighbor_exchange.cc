@@ -24,8 +24,8 @@ std::vector<std::string> StepSuffixes(OpKind kind) {
 
 }  // namespace
 
-NeighborExchange::NeighborExchange(Transport& transport, Options options,
-                                   EngineCounters& counters, Timeline& timeline, FinishFn finish)
+NeighborExchange::NeighborExchange(Transport& transport, Options options, EngineCounters& counters,
+                                   Timeline& timeline, FinishFn finish)
     : transport_(transport),
       options_(options),
       rank_(transport.rank(CommGroup::kNeighbor)),
@@ -50,8 +50,8 @@ void NeighborExchange::Add(PendingRequest request) {
   call->seq = next_seq_[call->match_name]++;
 
   if (!op.local_status.ok() || op.steps == nullptr) {
-    call->status = op.local_status.ok() ? Status::Internal("neighbor op without steps")
-                                        : op.local_status;
+    call->status =
+        op.local_status.ok() ? Status::Internal("neighbor op without steps") : op.local_status;
     // Rejected here: tell the ranks this call would have talked to, so they
     // fail it instead of waiting for this rank.
     Reject(*call, op.notify_on_reject,
@@ -176,11 +176,12 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
   // What a departed peer sent before leaving is in; nothing more will come.
   for (int peer : OpenPeers(step)) {
     if (departed_) {
-      AbandonPair(step, peer, Status::Aborted("flock was shut down on rank " +
-                                              std::to_string(rank_)));
+      AbandonPair(step, peer,
+                  Status::Aborted("flock was shut down on rank " + std::to_string(rank_)));
     } else if (gone_.count(peer) > 0) {
-      AbandonPair(step, peer, Status::Aborted(Describe(*call) + ": rank " + std::to_string(peer) +
-                                              " shut down before this call"));
+      AbandonPair(step, peer,
+                  Status::Aborted(Describe(*call) + ": rank " + std::to_string(peer) +
+                                  " shut down before this call"));
     }
   }
   TryComplete(key);
@@ -319,20 +320,37 @@ bool NeighborExchange::Poll() {
   return did_work;
 }
 
-bool NeighborExchange::transferring() const {
+NeighborExchange::Transfers NeighborExchange::transfers() const {
   // Receives the peer has already sent for, and sends whose receiver has
   // confirmed it reached the call (topology check): both finish within the
-  // transfer time. A send to a peer still computing is not polled for: with
-  // the single-copy shared-memory path the receiver pulls the bytes itself.
-  if (!discards_.empty()) return true;
+  // transfer time. A send to a peer on this host still computing is not
+  // polled for: with the single-copy shared-memory path the receiver pulls
+  // the bytes itself.
+  Transfers found;
+  auto note = [&](int peer) {
+    found.any = true;
+    found.on_this_host |= on_this_host(peer);
+  };
+  if (!discards_.empty()) note(-1);  // the peer is gone from view: assume near
   for (const auto& [key, step] : steps_) {
-    if (step.scratch_transfer >= 0) return true;
+    if (found.on_this_host) break;
+    if (step.scratch_transfer >= 0)
+      note(step.in[static_cast<size_t>(step.scratch_owner)].spec->peer);
     for (const Incoming& in : step.in)
-      if (in.transfer >= 0) return true;
-    for (const Outgoing& out : step.out)
-      if (out.lane >= 0 && step.spec->check && out.confirmed) return true;
+      if (in.transfer >= 0) note(in.spec->peer);
+    for (const Outgoing& out : step.out) {
+      if (out.lane < 0) continue;
+      // Over a network the sender's MPI must push every fragment itself.
+      if ((step.spec->check && out.confirmed) || !on_this_host(out.spec->peer))
+        note(out.spec->peer);
+    }
   }
-  return false;
+  return found;
+}
+
+bool NeighborExchange::on_this_host(int peer) const {
+  const auto& near = options_.peer_on_this_host;
+  return peer < 0 || static_cast<size_t>(peer) >= near.size() || near[static_cast<size_t>(peer)];
 }
 
 bool NeighborExchange::TryCompleteAll() {
@@ -424,7 +442,8 @@ Status NeighborExchange::FinishStep(Step& step) {
   out->bytes.resize(static_cast<size_t>(total));
   int64_t offset = 0;
   for (const Incoming& in : step.in) {
-    if (!in.piece.empty()) std::memcpy(out->bytes.data() + offset, in.piece.data(), in.piece.size());
+    if (!in.piece.empty())
+      std::memcpy(out->bytes.data() + offset, in.piece.data(), in.piece.size());
     offset += static_cast<int64_t>(in.piece.size());
   }
   call.gathered = std::move(out);

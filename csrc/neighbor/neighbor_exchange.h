@@ -64,6 +64,15 @@ class NeighborExchange {
     int64_t inline_limit_bytes = 64 << 10;   // larger tensors travel in lanes
     int64_t message_limit_bytes = 64 << 20;  // inline bytes per control message
     double cycle_time_ms = 5;
+    // By rank: does the peer run on this host? Empty: every peer does.
+    std::vector<bool> peer_on_this_host;
+  };
+
+  // Lanes in flight that finish soon if polled (MPI progresses them only
+  // inside its calls), and whether one of them has a peer on this host.
+  struct Transfers {
+    bool any = false;
+    bool on_this_host = false;
   };
 
   NeighborExchange(Transport& transport, Options options, EngineCounters& counters,
@@ -88,9 +97,9 @@ class NeighborExchange {
   void Abandon(const std::string& reason);
 
   bool busy() const { return !steps_.empty() || !discards_.empty(); }
-  // Bytes are moving in lanes that finish soon if polled (MPI progresses
-  // them only inside its calls): the engine polls without sleeping then.
-  bool transferring() const;
+  // The engine polls without sleeping for lanes on this host, and with a
+  // short back-off for lanes that cross a network (see Engine::Idle).
+  Transfers transfers() const;
   bool has_unsent() const { return !outbox_.empty(); }
   Clock::time_point flush_deadline() const;
 
@@ -101,7 +110,7 @@ class NeighborExchange {
     std::string match_name;
     int64_t seq = 0;
     size_t next_step = 0;
-    Status status;  // the first error of any step
+    Status status;              // the first error of any step
     PooledBuffer mean, result;  // StepBuffer::kMean / kResult
     std::shared_ptr<GatheredTensor> gathered;
   };
@@ -122,14 +131,14 @@ class NeighborExchange {
     bool flushed = false;
     bool confirmed = false;  // the receiver's notice arrived (or no check)
     bool rejected = false;
-    TransferId lane = -1;    // -1 none, >= 0 in flight, -2 done
+    TransferId lane = -1;  // -1 none, >= 0 in flight, -2 done
   };
   struct Step {
     std::shared_ptr<Call> call;
     const ExchangeStep* spec = nullptr;
     std::string match_name;  // the call's match name + the step's suffix
     char* target = nullptr;
-    void* acc = nullptr;  // kReduce: where the sum builds up (target, or acc_storage)
+    void* acc = nullptr;         // kReduce: where the sum builds up (target, or acc_storage)
     const char* self = nullptr;  // kReduce: this rank's part, weighted by self_weight
     bool self_pending = false;   // self·self_weight not yet in acc (fused with a contribution)
     PooledBuffer acc_storage;
@@ -179,6 +188,7 @@ class NeighborExchange {
   void OnGoodbye(int from);
   bool TryCompleteAll();
   void Queue(int peer, Outbound outbound);
+  bool on_this_host(int peer) const;
   void QueueReject(int peer, const std::string& match_name, int64_t seq, const Status& status);
   void DrainLane(int from, const NeighborEntry& entry);
   void StartNextLane(Step& step);
@@ -198,7 +208,7 @@ class NeighborExchange {
   FinishFn finish_;
 
   BufferPool pool_;  // first: the buffers of steps and calls go back to it
-  std::unordered_map<std::string, Step> steps_;  // by step key
+  std::unordered_map<std::string, Step> steps_;        // by step key
   std::unordered_map<std::string, int64_t> next_seq_;  // per step match name
   std::unordered_map<std::string, std::vector<Arrival>> mailbox_;
   std::map<int, std::vector<Outbound>> outbox_;
@@ -206,7 +216,7 @@ class NeighborExchange {
   bool urgent_ = false;  // a reject is waiting: flush without waiting for the cycle
   std::unordered_map<int, int64_t> lane_counters_;
   std::vector<Discard> discards_;
-  bool departed_ = false;        // Depart() ran: nothing more is sent
+  bool departed_ = false;         // Depart() ran: nothing more is sent
   std::unordered_set<int> gone_;  // ranks whose goodbye arrived
 };
 

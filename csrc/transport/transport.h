@@ -80,6 +80,14 @@ class Transport {
 
   // Whether concurrent calls from several threads are allowed.
   virtual bool threads_supported() const = 0;
+
+  // Whether world rank `rank` runs on this host (bytes to it move through
+  // memory, not a network). Real hosts, even when FLOCK_LOCAL_SIZE fakes the
+  // machine groups. A transport that cannot tell says yes.
+  virtual bool on_this_host(int rank) const {
+    (void)rank;
+    return true;
+  }
 };
 
 }  // namespace flock

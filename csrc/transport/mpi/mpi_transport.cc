@@ -78,7 +78,34 @@ Status MpiTransport::Init(int local_size_override) {
     MPI_Comm_size(comms_[g], &sizes_[g]);
   }
   SetLogRank(world_rank);
+  FLOCK_RETURN_IF_ERROR(FindHostPeers(world));
   return types_.Create();
+}
+
+Status MpiTransport::FindHostPeers(MPI_Comm world) {
+  // The real shared-memory group, whatever the local group was made of.
+  MPI_Comm host = MPI_COMM_NULL;
+  FLOCK_MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
+  MPI_Group host_group = MPI_GROUP_NULL, world_group = MPI_GROUP_NULL;
+  MPI_Comm_group(host, &host_group);
+  MPI_Comm_group(world, &world_group);
+  int host_size = 0;
+  MPI_Group_size(host_group, &host_size);
+  std::vector<int> host_ranks(static_cast<size_t>(host_size)), world_ranks(host_ranks.size());
+  for (int i = 0; i < host_size; ++i) host_ranks[static_cast<size_t>(i)] = i;
+  MPI_Group_translate_ranks(host_group, host_size, host_ranks.data(), world_group,
+                            world_ranks.data());
+  on_this_host_.assign(static_cast<size_t>(sizes_[static_cast<int>(CommGroup::kWorld)]), false);
+  for (int r : world_ranks) on_this_host_[static_cast<size_t>(r)] = true;
+  MPI_Group_free(&host_group);
+  MPI_Group_free(&world_group);
+  MPI_Comm_free(&host);
+  return Status::OK();
+}
+
+bool MpiTransport::on_this_host(int rank) const {
+  return rank < 0 || static_cast<size_t>(rank) >= on_this_host_.size() ||
+         on_this_host_[static_cast<size_t>(rank)];
 }
 
 MpiTransport::~MpiTransport() {
@@ -229,7 +256,8 @@ Result<TransferId> MpiTransport::StartSend(const void* buffer, int64_t bytes, in
   do {
     const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - offset));
     requests.push_back(MPI_REQUEST_NULL);
-    FLOCK_MPI_CHECK(MPI_Isend(data + offset, n, MPI_BYTE, dest, tag, comm(group), &requests.back()));
+    FLOCK_MPI_CHECK(
+        MPI_Isend(data + offset, n, MPI_BYTE, dest, tag, comm(group), &requests.back()));
     offset += n;
   } while (offset < bytes);
   const TransferId id = next_transfer_++;

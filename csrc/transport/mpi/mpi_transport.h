@@ -11,8 +11,8 @@
 #include <mpi.h>
 
 #include <list>
-#include <unordered_map>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "transport/mpi/mpi_types.h"
@@ -49,6 +49,7 @@ class MpiTransport final : public Transport {
   Result<bool> TestTransfer(TransferId id) override;
   void Abort(int code) override;
   bool threads_supported() const override { return thread_level_ == MPI_THREAD_MULTIPLE; }
+  bool on_this_host(int rank) const override;
 
   // Finalizes MPI at process exit if flock was the one to initialize it.
   static void FinalizeIfOwned();
@@ -56,6 +57,7 @@ class MpiTransport final : public Transport {
  private:
   MpiTransport() = default;
   Status Init(int local_size_override);
+  Status FindHostPeers(MPI_Comm world);
   MPI_Comm comm(CommGroup group) const;
 
   struct PostedSend {
@@ -72,6 +74,7 @@ class MpiTransport final : public Transport {
   std::unordered_map<TransferId, std::vector<MPI_Request>> transfers_;
   TransferId next_transfer_ = 1;  // a list: MPI holds pointers into each buffer
   int thread_level_ = MPI_THREAD_SINGLE;
+  std::vector<bool> on_this_host_;  // by world rank
   MpiTypes types_;
 };
 

@@ -3,6 +3,8 @@
 // rank can compute the expected result of all ranks by itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <vector>
 
@@ -21,6 +23,28 @@ TEST(Transport, RanksAndGroupsAreConsistent) {
     EXPECT_EQ(t.size(CommGroup::kCross) * t.size(CommGroup::kLocal), t.size(CommGroup::kWorld));
   }
   EXPECT_TRUE(t.threads_supported());
+}
+
+TEST(Transport, HostPeersAreTheRanksOpenMpiStartedOnThisHost) {
+  Transport& t = World();
+  const int n = t.size(CommGroup::kWorld), r = t.rank(CommGroup::kWorld);
+  std::vector<char> mine(static_cast<size_t>(n)), all(static_cast<size_t>(n) * n);
+  for (int peer = 0; peer < n; ++peer) mine[static_cast<size_t>(peer)] = t.on_this_host(peer);
+  ASSERT_TRUE(t.Allgather(mine.data(), n, all.data(), CommGroup::kWorld).ok());
+  for (int a = 0; a < n; ++a) {
+    EXPECT_TRUE(all[static_cast<size_t>(a) * n + a]) << "rank " << a << " is not on its own host";
+    for (int b = 0; b < n; ++b)
+      EXPECT_EQ(all[static_cast<size_t>(a) * n + b], all[static_cast<size_t>(b) * n + a])
+          << "ranks " << a << " and " << b << " disagree on sharing a host";
+  }
+  // The launcher's own count of ranks on this host is the independent reference.
+  if (const char* launcher_count = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) {
+    EXPECT_EQ(std::count(mine.begin(), mine.end(), 1), std::atoi(launcher_count)) << "rank " << r;
+  }
+  // Every member of this rank's local group (real or faked) shares its host.
+  std::vector<int> local_members(static_cast<size_t>(t.size(CommGroup::kLocal)));
+  ASSERT_TRUE(t.Allgather(&r, sizeof(int), local_members.data(), CommGroup::kLocal).ok());
+  for (int member : local_members) EXPECT_TRUE(t.on_this_host(member)) << "local rank " << member;
 }
 
 TEST(Transport, AllreduceSumInt64InPlaceAndOutOfPlace) {

@@ -162,3 +162,21 @@ def test_flock_ops_across_hosts(hosts, per_host, tmp_path):
         assert sent >= 8 * MIB and received >= 8 * MIB, (
             "host h{}: only {} bytes sent, {} received over its link".format(
                 h + 1, sent, received))
+
+
+MPI_TESTS = os.path.join(ROOT, "build", "tests", "cpp", "flock_mpi_tests")
+
+
+@pytest.mark.skipif(not os.path.exists(MPI_TESTS), reason="C++ tests not built (scripts/setup.sh)")
+def test_cpp_mpi_tests_across_hosts():
+    # The engine, transport and neighbor C++ tests, with TCP between the hosts;
+    # among them the check that on_this_host() matches the launcher's placement.
+    with emu.EmulatedCluster(hosts=2) as cluster:
+        try:
+            job = subprocess.run(["flockrun", "-np", "4", "-H", cluster.host_list(2), MPI_TESTS],
+                                 env=cluster.environment(), capture_output=True, text=True,
+                                 timeout=JOB_TIMEOUT_S, cwd=ROOT)
+        except subprocess.TimeoutExpired as exc:
+            pytest.fail("the C++ MPI tests hung on 2 hosts:\n{}".format(exc.stdout))
+    assert job.returncode == 0, job.stdout[-6000:] + job.stderr[-3000:]
+    assert "PASSED" in job.stdout
