@@ -16,8 +16,11 @@ Compute per step is set as a ratio r to the time one gradient set takes over one
         [--rates 1gbit none] [--hosts 1 2 4] [--models resnet50 mobilenet_v2]
 
 Throughput is images/s at --batch images per rank per step; speedup = throughput(N hosts)
-/ throughput(1 host); efficiency = speedup / N; wait share = the median time a step spent
-waiting in synchronize / the median step time.
+/ throughput(1 host); efficiency = speedup / N; wait share = the mean time a step spent
+waiting in synchronize / the mean step time. throughput(1 host) is one number per rate and
+model, the median over the methods: on one host they all run the same shared-memory
+exchange, so their differences there are noise, which a per-method baseline would carry
+into every efficiency.
 """
 
 import argparse
@@ -69,14 +72,15 @@ def run_job(cluster, hosts, per_host, model, compute_s, args):
 
 def summarize(records, batch):
     """Add images/s, speedup, efficiency and wait share to each record."""
-    base = {}
+    one_host = {}
     for r in records:
         r["images_per_s"] = batch * r["ranks"] / r["step_s"]
         r["wait_share"] = r["wait_s"] / r["step_s"]
         if r["machines"] == 1:
-            base[(r["rate"], r["model"], r["method"])] = r["images_per_s"]
+            one_host.setdefault((r["rate"], r["model"]), []).append(r["images_per_s"])
+    base = {key: statistics.median(values) for key, values in one_host.items()}
     for r in records:
-        one = base.get((r["rate"], r["model"], r["method"]))
+        one = base.get((r["rate"], r["model"]))
         r["speedup"] = r["images_per_s"] / one if one else None
         r["efficiency"] = r["speedup"] / r["machines"] if one else None
     return records
@@ -88,13 +92,15 @@ def table(records, rate, model):
         return ""
     lines = ["### {}, links {} (compute {:.3f} s per step)".format(
                  model, rate, rows[0]["compute_s"]), "",
-             "| method | hosts | ranks | step s | images/s | speedup | efficiency | wait share |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| method | hosts | ranks | step s | steps/s | images/s | speedup | efficiency "
+             "| wait share |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for method in METHODS:
         for r in sorted((r for r in rows if r["method"] == method), key=lambda r: r["machines"]):
             fmt = (lambda v, f: f.format(v) if v is not None else "-")
-            lines.append("| {} | {} | {} | {:.3f} | {:.0f} | {} | {} | {:.0%} |".format(
-                method, r["machines"], r["ranks"], r["step_s"], r["images_per_s"],
+            lines.append("| {} | {} | {} | {:.3f} | {:.2f} | {:.0f} | {} | {} | {:.0%} |".format(
+                method, r["machines"], r["ranks"], r["step_s"], 1 / r["step_s"],
+                r["images_per_s"],
                 fmt(r["speedup"], "{:.2f}"), fmt(r["efficiency"], "{:.0%}"), r["wait_share"]))
     return "\n".join(lines) + "\n"
 
@@ -150,12 +156,37 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--out", default=os.path.join(ROOT, "out", "scaling"))
+    parser.add_argument("--from-jsonl", metavar="PATH",
+                        help="tables and plots from a saved scaling.jsonl; run nothing")
     args = parser.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    if args.from_jsonl:
+        with open(args.from_jsonl) as saved:
+            records = [json.loads(line) for line in saved if line.strip()]
+    else:
+        records = measure(args)
+        with open(os.path.join(args.out, "scaling.jsonl"), "w") as out:
+            for record in records:
+                out.write(json.dumps(record) + "\n")
+    if not records:
+        return 2
+    summarize(records, args.batch)
+    for rate in sorted({r["rate"] for r in records}, key=args.rates.index
+                       if all(r["rate"] in args.rates for r in records) else str):
+        for model in args.models:
+            print(table(records, rate, model))
+            path = plot(records, rate, model, args.out)
+            if path:
+                print("plot: " + os.path.relpath(path, ROOT) + "\n")
+    return 0
+
+
+def measure(args):
+    """Every (rate, hosts, model) job on one emulated cluster; the raw records."""
     reason = emu.namespaces_supported()
     if reason:
         print("scaling: cannot emulate hosts here: " + reason, file=sys.stderr)
-        return 2
-    os.makedirs(args.out, exist_ok=True)
+        return []
     records = []
     with emu.EmulatedCluster(hosts=max(args.hosts)) as cluster:
         for rate in args.rates:
@@ -168,17 +199,7 @@ def main(argv=None):
                         record["rate"] = rate
                         records.append(record)
                         print(json.dumps(record), file=sys.stderr, flush=True)
-    summarize(records, args.batch)
-    with open(os.path.join(args.out, "scaling.jsonl"), "w") as out:
-        for record in records:
-            out.write(json.dumps(record) + "\n")
-    for rate in args.rates:
-        for model in args.models:
-            print(table(records, rate, model))
-            path = plot(records, rate, model, args.out)
-            if path:
-                print("plot: " + os.path.relpath(path, ROOT) + "\n")
-    return 0
+    return records
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ void NeighborExchange::Deliver(Step& step, int from, const NeighborEntry& entry)
 Status NeighborExchange::CheckShapes(const Step& step, int from, const NeighborEntry& entry,
                                      const std::vector<int64_t>& expected, const char* role) const {
   const Call& call = *step.call;
-  const std::string who = "rank " + std::to_string(from) + " (" + role + ") and rank " +
-                          std::to_string(rank_);
+  const std::string who =
+      "rank " + std::to_string(from) + " (" + role + ") and rank " + std::to_string(rank_);
   if (entry.kind != static_cast<uint8_t>(call.request.op.kind)) {
     return Status::Mismatch(Describe(call) + ": " + who + " called different ops under this name");
   }
@@ -34,10 +34,10 @@ Status NeighborExchange::CheckShapes(const Step& step, int from, const NeighborE
                             DataTypeName(call.request.op.tensor.dtype));
   }
   const bool gather = step.spec->mode == ExchangeStep::Mode::kGather;
-  const bool same = gather ? entry.shape.size() == expected.size() &&
-                                 std::equal(expected.begin() + 1, expected.end(),
-                                            entry.shape.begin() + 1)
-                           : entry.shape == expected;
+  const bool same =
+      gather ? entry.shape.size() == expected.size() &&
+                   std::equal(expected.begin() + 1, expected.end(), entry.shape.begin() + 1)
+             : entry.shape == expected;
   if (!same) {
     return Status::Mismatch(Describe(call) + ": shape differs between " + who + ": " +
                             ShapeToString(entry.shape) + " vs " + ShapeToString(expected) +
@@ -48,9 +48,8 @@ Status NeighborExchange::CheckShapes(const Step& step, int from, const NeighborE
 
 void NeighborExchange::DeliverData(Step& step, int from, const NeighborEntry& entry) {
   Call& call = *step.call;
-  auto it = std::find_if(step.in.begin(), step.in.end(), [&](const Incoming& in) {
-    return in.spec->peer == from && !in.arrived;
-  });
+  auto it = std::find_if(step.in.begin(), step.in.end(),
+                         [&](const Incoming& in) { return in.spec->peer == from && !in.arrived; });
   if (it == step.in.end()) {
     std::vector<int> sources;
     for (const Incoming& in : step.in) sources.push_back(in.spec->peer);
@@ -94,9 +93,7 @@ void NeighborExchange::DeliverData(Step& step, int from, const NeighborEntry& en
       in.resolved = true;
       return;
     }
-    case ExchangeStep::Mode::kPlace:
-      lane_target = step.target + in.spec->offset * elem;
-      break;
+    case ExchangeStep::Mode::kPlace: lane_target = step.target + in.spec->offset * elem; break;
     case ExchangeStep::Mode::kGather:
       in.piece.resize(static_cast<size_t>(entry.payload_bytes));
       lane_target = in.piece.data();
@@ -142,7 +139,8 @@ void NeighborExchange::Contribute(Step& step, const Incoming& in, const void* da
   if (step.self_pending && w != 0.0 && in.spec->offset == 0 && in.spec->count == spec.self_count) {
     // The first contribution covering the whole target: store and add in one pass.
     step.self_pending = false;
-    step.status = WeightedPair(step.acc, step.self, spec.self_weight, data, w, dtype, spec.self_count);
+    step.status =
+        WeightedPair(step.acc, step.self, spec.self_weight, data, w, dtype, spec.self_count);
     return;
   }
   if (w == 0.0) return;
@@ -184,11 +182,10 @@ void NeighborExchange::DeliverExpect(Step& step, int from, const NeighborEntry& 
 }
 
 void NeighborExchange::DeliverReject(Step& step, int from, const NeighborEntry& entry) {
-  const bool involved =
-      std::any_of(step.in.begin(), step.in.end(),
-                  [&](const Incoming& in) { return in.spec->peer == from; }) ||
-      std::any_of(step.out.begin(), step.out.end(),
-                  [&](const Outgoing& out) { return out.spec->peer == from; });
+  const bool involved = std::any_of(step.in.begin(), step.in.end(),
+                                    [&](const Incoming& in) { return in.spec->peer == from; }) ||
+                        std::any_of(step.out.begin(), step.out.end(),
+                                    [&](const Outgoing& out) { return out.spec->peer == from; });
   if (!involved) return;  // a rejected call told its static neighbours; this step is not about it
   if (step.status.ok()) step.status = Status(entry.code, entry.message);
   for (Incoming& in : step.in) {
@@ -235,7 +232,7 @@ void NeighborExchange::DrainLane(int from, const NeighborEntry& entry) {
     FLOCK_LOG(kError, "neighbor") << transfer.status().ToString();
     return;
   }
-  discards_.push_back(Discard{transfer.value(), std::move(buffer)});
+  discards_.push_back(Discard{transfer.value(), from, std::move(buffer)});
 }
 
 bool NeighborExchange::ProgressStep(Step& step) {

@@ -331,7 +331,7 @@ NeighborExchange::Transfers NeighborExchange::transfers() const {
     found.any = true;
     found.on_this_host |= on_this_host(peer);
   };
-  if (!discards_.empty()) note(-1);  // the peer is gone from view: assume near
+  for (const Discard& discard : discards_) note(discard.peer);
   for (const auto& [key, step] : steps_) {
     if (found.on_this_host) break;
     if (step.scratch_transfer >= 0)

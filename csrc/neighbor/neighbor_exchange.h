@@ -164,6 +164,7 @@ class NeighborExchange {
   };
   struct Discard {
     TransferId transfer;
+    int peer;
     std::unique_ptr<std::vector<char>> buffer;
   };
 

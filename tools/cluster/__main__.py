@@ -22,8 +22,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cluster import (ClusterError, EmulatedCluster, leftovers,  # noqa: E402
-                     namespaces_supported, tear_down)
+from cluster import (ClusterError, EmulatedCluster, in_use,  # noqa: E402
+                     leftovers, namespaces_supported, tear_down)
 from netns import NetnsError  # noqa: E402
 
 STOP_GRACE_S = 10  # how long an interrupted command gets to stop by itself
@@ -84,10 +84,15 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.verb == "down":
+            if in_use():
+                raise ClusterError("a running process uses the emulated cluster; "
+                                   "stop it (its cluster goes with it)")
             tear_down()
             return 0
         if args.verb == "status":
             print("\n".join(leftovers()) or "no emulated cluster")
+            if in_use():
+                print("in use by a running process")
             return 0
         reason = namespaces_supported()
         if reason:

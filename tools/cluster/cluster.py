@@ -15,9 +15,11 @@ or SIGTERM; `python3 tools/cluster down` removes a cluster a killed
 process left behind.
 """
 
+import fcntl
 import ipaddress
 import os
 import re
+import shutil
 import signal
 from typing import Dict, List, Mapping, Optional
 
@@ -27,6 +29,7 @@ SUBNET = ipaddress.ip_network("10.77.0.0/24")
 BRIDGE = "flock-br"
 NAMESPACE_PREFIX = "flock-"  # the rsh agent maps host hN to namespace flock-hN
 MAX_HOSTS = 64
+LOCK_PATH = "/run/lock/flock-cluster.lock"
 AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                      "rsh_agent.sh")
 
@@ -64,20 +67,40 @@ def burst_bytes(rate: str) -> int:
 
 
 def leftovers() -> List[str]:
-    """Namespaces and links of an earlier cluster that still exist."""
+    """Namespaces, links and /etc/netns entries of a cluster that exist now."""
     found = [n for n in netns.namespaces() if n.startswith(NAMESPACE_PREFIX)]
-    if netns.link_exists(BRIDGE):
-        found.append(BRIDGE)
+    found += [f"link {n}" for n in netns.links() if n.startswith(NAMESPACE_PREFIX)]
+    found += [f"{netns.NETNS_CONFIG_DIR}/{n}" for n in netns.config_entries()
+              if n.startswith(NAMESPACE_PREFIX)]
     return found
 
 
+def in_use() -> bool:
+    """Does a running process hold a cluster (a `with` block, `run`)?"""
+    try:
+        with _ClusterLock():
+            return False
+    except ClusterError:
+        return True
+
+
 def tear_down() -> None:
-    """Remove every emulated host and the bridge; safe to call twice."""
+    """Remove every emulated host, link and name file; safe to call twice.
+
+    The root ends of the veth pairs are deleted explicitly: the kernel
+    frees a namespace (and the veth in it) only once nothing uses it, which
+    a process forking at the wrong moment can delay.
+    """
     for namespace in netns.namespaces():
         if namespace.startswith(NAMESPACE_PREFIX):
             netns.kill_processes(namespace)
             netns.delete_namespace(namespace)
-    netns.delete_link(BRIDGE)
+    for link in netns.links():
+        if link.startswith(NAMESPACE_PREFIX):
+            netns.delete_link(link)
+    for entry in netns.config_entries():
+        if entry.startswith(NAMESPACE_PREFIX):
+            netns.delete_config(entry)
     if os.path.isdir(netns.NETNS_CONFIG_DIR) and \
             not os.listdir(netns.NETNS_CONFIG_DIR):
         os.rmdir(netns.NETNS_CONFIG_DIR)
@@ -87,14 +110,42 @@ def namespaces_supported() -> Optional[str]:
     """None when this machine lets us build a cluster, else the reason."""
     if os.geteuid() != 0:
         return "creating network namespaces needs root"
-    probe = NAMESPACE_PREFIX + "probe"
+    for tool in ("ip", "tc", "unshare"):
+        if shutil.which(tool) is None:
+            return f"'{tool}' is not installed (Debian: iproute2, util-linux)"
+    probe = f"flockprobe-{os.getpid()}"  # outside the cluster's names
     try:
         netns.run(["ip", "netns", "add", probe])
-    except (netns.NetnsError, FileNotFoundError) as exc:
+    except netns.NetnsError as exc:
         return f"cannot create a network namespace: {exc}"
-    finally:
-        netns.run(["ip", "netns", "delete", probe], check=False)
+    netns.run(["ip", "netns", "delete", probe], check=False)
     return None
+
+
+class _ClusterLock:
+    """An exclusive lock a process holds while its cluster is up, so that
+    a second user (a test run during a benchmark) is refused instead of
+    tearing the first one's hosts down."""
+
+    def __init__(self):
+        self._file = None
+
+    def __enter__(self) -> "_ClusterLock":
+        os.makedirs(os.path.dirname(LOCK_PATH), exist_ok=True)
+        self._file = open(LOCK_PATH, "w", encoding="ascii")
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._file.close()
+            self._file = None
+            raise ClusterError("the emulated cluster is in use by a running "
+                               f"process (it holds {LOCK_PATH})") from None
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        if self._file is not None:
+            self._file.close()  # closing releases the lock
+            self._file = None
 
 
 class EmulatedCluster:
@@ -108,12 +159,19 @@ class EmulatedCluster:
         self.hosts = hosts
         self.rate = rate
         self._previous_sigterm = None
+        self._lock = _ClusterLock()
 
     # -- building ---------------------------------------------------------
     def up(self) -> "EmulatedCluster":
-        """Build the bridge and the hosts; on any failure undo it all."""
+        """Build the bridge and the hosts; on any failure undo it all.
+
+        The lock is held until down(): by this process's `with` block, or
+        released at exit after `tools/cluster up`.
+        """
+        self._lock.__enter__()
         stale = leftovers()
         if stale:
+            self._lock.__exit__()
             raise ClusterError(
                 "an emulated cluster is already up (" + ", ".join(stale) +
                 "); remove it with: python3 tools/cluster down")
@@ -126,7 +184,7 @@ class EmulatedCluster:
             for i in range(1, self.hosts + 1):
                 self._add_host(i, entries)
         except BaseException:
-            tear_down()
+            self.down()
             raise
         return self
 
@@ -155,13 +213,25 @@ class EmulatedCluster:
         netns.shape("eth0", self.rate, burst, namespace)  # from the host
 
     def down(self) -> None:
-        tear_down()
+        """Tear down; a second Ctrl-C or SIGTERM meanwhile cannot cut it short."""
+        previous = {s: signal.signal(s, signal.SIG_IGN)
+                    for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            tear_down()
+        finally:
+            self._lock.__exit__()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     def __enter__(self) -> "EmulatedCluster":
         # SIGTERM (a CI timeout) would otherwise end the process without
         # running __exit__ and leave the namespaces behind.
         self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_exit)
-        return self.up()
+        try:
+            return self.up()
+        except BaseException:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            raise
 
     def __exit__(self, *_exc) -> None:
         try:

@@ -7,6 +7,7 @@ names and addresses and undoes what it made.
 """
 
 import os
+import signal
 import subprocess
 from typing import List, Sequence
 
@@ -31,6 +32,18 @@ def namespaces() -> List[str]:
     """Names of the network namespaces that exist now."""
     return [line.split()[0] for line in run(["ip", "netns", "list"]).splitlines()
             if line.strip()]
+
+
+def links() -> List[str]:
+    """Names of the network interfaces of the root namespace."""
+    return sorted(os.listdir("/sys/class/net"))
+
+
+def config_entries() -> List[str]:
+    """Namespaces that have a folder in /etc/netns."""
+    if not os.path.isdir(NETNS_CONFIG_DIR):
+        return []
+    return sorted(os.listdir(NETNS_CONFIG_DIR))
 
 
 def link_exists(name: str) -> bool:
@@ -95,14 +108,19 @@ def kill_processes(namespace: str) -> None:
     """SIGKILL whatever still runs in the namespace (a stray daemon)."""
     for pid in run(["ip", "netns", "pids", namespace], check=False).split():
         try:
-            os.kill(int(pid), 9)
+            os.kill(int(pid), signal.SIGKILL)
         except (ProcessLookupError, ValueError):
             pass
 
 
 def delete_namespace(namespace: str) -> None:
-    """Delete a namespace (its veth pair goes with it) and its /etc/netns."""
+    """Delete a namespace (its veth pair goes with it, once it is freed)."""
     run(["ip", "netns", "delete", namespace], check=False)
+    delete_config(namespace)
+
+
+def delete_config(namespace: str) -> None:
+    """Remove /etc/netns/NAMESPACE and the hosts file we wrote into it."""
     folder = os.path.join(NETNS_CONFIG_DIR, namespace)
     hosts = os.path.join(folder, "hosts")
     if os.path.exists(hosts):

@@ -87,14 +87,14 @@ Status MpiTransport::FindHostPeers(MPI_Comm world) {
   MPI_Comm host = MPI_COMM_NULL;
   FLOCK_MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
   MPI_Group host_group = MPI_GROUP_NULL, world_group = MPI_GROUP_NULL;
-  MPI_Comm_group(host, &host_group);
-  MPI_Comm_group(world, &world_group);
+  FLOCK_MPI_CHECK(MPI_Comm_group(host, &host_group));
+  FLOCK_MPI_CHECK(MPI_Comm_group(world, &world_group));
   int host_size = 0;
-  MPI_Group_size(host_group, &host_size);
+  FLOCK_MPI_CHECK(MPI_Group_size(host_group, &host_size));
   std::vector<int> host_ranks(static_cast<size_t>(host_size)), world_ranks(host_ranks.size());
   for (int i = 0; i < host_size; ++i) host_ranks[static_cast<size_t>(i)] = i;
-  MPI_Group_translate_ranks(host_group, host_size, host_ranks.data(), world_group,
-                            world_ranks.data());
+  FLOCK_MPI_CHECK(MPI_Group_translate_ranks(host_group, host_size, host_ranks.data(), world_group,
+                                            world_ranks.data()));
   on_this_host_.assign(static_cast<size_t>(sizes_[static_cast<int>(CommGroup::kWorld)]), false);
   for (int r : world_ranks) on_this_host_[static_cast<size_t>(r)] = true;
   MPI_Group_free(&host_group);

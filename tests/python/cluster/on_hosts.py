@@ -7,7 +7,7 @@ test_emulated_cluster.py launches this with pytest on each rank:
 
 (The file name does not start with test_ so that a plain pytest run of this
 folder does not collect it outside a cluster.) Ranks are placed by slot, so
-host h(m+1) holds ranks 2m and 2m+1. Results are checked against numpy
+with L = CLUSTER_RANKS_PER_HOST host h(m+1) holds ranks mL ... mL + L - 1. Results are checked against numpy
 references that each rank computes alone from every rank's seeded input.
 """
 
