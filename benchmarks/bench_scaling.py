@@ -22,6 +22,10 @@ The gradients are real float32 tensors of torchvision's model (ResNet-50:
                         schedule: each step one peer, 2^k away, k rotating
     hierarchical        hierarchical_neighbor_allreduce on the exponential-2 graph
                         of machines (one machine: the local average)
+    hierarchical_one_peer
+                        hierarchical_neighbor_allreduce with the dynamic one-peer
+                        exponential schedule of machines (one machine neighbour
+                        per step, 2^k machines away)
 
 Rank 0 prints {"model", "method", "ranks", "machines", "compute_s", "step_s",
 "wait_s" (means over the timed steps), "step_median_s", "step_times",
@@ -43,7 +47,8 @@ import torchvision
 import flock.torch as bf
 from flock import topology as tu
 
-METHODS = ("allreduce", "neighbor_static", "neighbor_one_peer", "hierarchical")
+METHODS = ("allreduce", "neighbor_static", "neighbor_one_peer", "hierarchical",
+           "hierarchical_one_peer")
 MODELS = {"resnet50": torchvision.models.resnet50,
           "mobilenet_v2": torchvision.models.mobilenet_v2}
 FORWARD_SHARE = 1 / 3  # backward costs about twice the forward pass
@@ -69,11 +74,14 @@ class Step:
             self.schedule = tu.GetDynamicOnePeerSendRecvRanks(bf.load_topology(), bf.rank())
         elif method == "hierarchical":
             bf.set_machine_topology(tu.ExponentialTwoGraph(bf.machine_size()))
+        elif method == "hierarchical_one_peer":
+            self.schedule = tu.GetExp2DynamicSendRecvMachineRanks(
+                bf.size(), bf.local_size(), bf.rank(), bf.local_rank())
 
     def begin(self):
         """Called once per step before the backward pass."""
         self.handles = []
-        if self.method == "neighbor_one_peer":
+        if self.method in ("neighbor_one_peer", "hierarchical_one_peer"):
             send, recv = next(self.schedule)
             self.send_recv = (list(send), list(recv))
 
@@ -89,6 +97,12 @@ class Step:
             handle = bf.neighbor_allreduce_nonblocking(
                 gradient, self_weight=weight, src_weights={r: weight for r in recv},
                 dst_weights=send, name=name)
+        elif self.method == "hierarchical_one_peer":
+            send, recv = self.send_recv
+            weight = 1.0 / (len(recv) + 1)
+            handle = bf.hierarchical_neighbor_allreduce_nonblocking(
+                gradient, self_weight=weight, src_machine_weights={m: weight for m in recv},
+                dst_machine_weights=send, name=name)
         else:
             handle = bf.hierarchical_neighbor_allreduce_nonblocking(gradient, name=name)
         self.handles.append(handle)

@@ -41,7 +41,8 @@ MODELS = {
     "resnet50": {"bytes": 25_557_032 * 4, "ratio": 1.5},
     "mobilenet_v2": {"bytes": 3_504_872 * 4, "ratio": 0.75},
 }
-METHODS = ("allreduce", "neighbor_static", "neighbor_one_peer", "hierarchical")
+METHODS = ("allreduce", "neighbor_static", "neighbor_one_peer", "hierarchical",
+           "hierarchical_one_peer")
 JOB_TIMEOUT_S = 900
 
 
@@ -125,8 +126,8 @@ def plot(records, rate, model, out_dir):
                    "o-", label=method)
     ones = [r["images_per_s"] for r in rows if r["machines"] == 1]
     if ones:
-        best = max(ones)
-        left.plot(hosts, [best * h for h in hosts], "k--", label="linear scaling")
+        base = statistics.median(ones)  # the baseline of the efficiencies
+        left.plot(hosts, [base * h for h in hosts], "k--", label="linear scaling")
     left.set(xlabel="hosts (2 ranks each)", ylabel="images/s", xticks=hosts,
              title="{}: throughput, links {}".format(model, rate))
     right.set(xlabel="hosts (2 ranks each)", ylabel="efficiency %", xticks=hosts, ylim=(0, 110),
