@@ -92,20 +92,24 @@ class Step:
         elif self.method == "neighbor_static":
             handle = bf.neighbor_allreduce_nonblocking(gradient, name=name)
         elif self.method == "neighbor_one_peer":
-            send, recv = self.send_recv
-            weight = 1.0 / (len(recv) + 1)
+            weight, src, dst = self._uniform_one_peer_weights()
             handle = bf.neighbor_allreduce_nonblocking(
-                gradient, self_weight=weight, src_weights={r: weight for r in recv},
-                dst_weights=send, name=name)
+                gradient, self_weight=weight, src_weights=src, dst_weights=dst, name=name)
         elif self.method == "hierarchical_one_peer":
-            send, recv = self.send_recv
-            weight = 1.0 / (len(recv) + 1)
+            weight, src, dst = self._uniform_one_peer_weights()
             handle = bf.hierarchical_neighbor_allreduce_nonblocking(
-                gradient, self_weight=weight, src_machine_weights={m: weight for m in recv},
-                dst_machine_weights=send, name=name)
+                gradient, self_weight=weight, src_machine_weights=src,
+                dst_machine_weights=dst, name=name)
         else:
             handle = bf.hierarchical_neighbor_allreduce_nonblocking(gradient, name=name)
         self.handles.append(handle)
+
+    def _uniform_one_peer_weights(self):
+        """(self weight, {source: weight}, destinations) of this step's peers,
+        averaging this rank (machine) with what it receives."""
+        send, recv = self.send_recv
+        weight = 1.0 / (len(recv) + 1)
+        return weight, {peer: weight for peer in recv}, send
 
     def wait(self):
         for handle in self.handles:

@@ -44,6 +44,14 @@ def _inputs(seed, dtype, shape):
     return [rank_input(seed, r, dtype, shape) for r in range(bf.size())]
 
 
+def _check_hierarchical(got, inputs, machine_w, what):
+    """got (float64) is this rank's machine-level mix of the machine means."""
+    rank = bf.rank()
+    nr.assert_weighted_close(got.numpy(), nr.hierarchical(inputs, RANKS_PER_HOST, machine_w)[rank],
+                             nr.hierarchical_bound(inputs, RANKS_PER_HOST, machine_w)[rank],
+                             "float64", "hierarchical " + what)
+
+
 def test_machines_follow_the_hosts():
     rank, size = bf.rank(), bf.size()
     assert size % RANKS_PER_HOST == 0
@@ -85,10 +93,7 @@ def test_hierarchical_static_machine_ring(shape):
     inputs = _inputs(13, "float64", shape)
     got = bf.hierarchical_neighbor_allreduce(to_torch(inputs[rank], "float64"),
                                              name="cluster.hier.{}".format(shape[0]))
-    w = nr.static_mixing(topology, weighted=False)
-    nr.assert_weighted_close(got.numpy(), nr.hierarchical(inputs, RANKS_PER_HOST, w)[rank],
-                             nr.hierarchical_bound(inputs, RANKS_PER_HOST, w)[rank],
-                             "float64", "hierarchical")
+    _check_hierarchical(got, inputs, nr.static_mixing(topology, weighted=False), "static")
 
 
 def test_hierarchical_dynamic_one_peer():
@@ -108,9 +113,7 @@ def test_hierarchical_dynamic_one_peer():
         src_machine_weights=src, dst_machine_weights=dst, name="cluster.hier.dynamic")
     if machines == 1:
         w = np.array([[1.0]])
-    nr.assert_weighted_close(got.numpy(), nr.hierarchical(inputs, RANKS_PER_HOST, w)[rank],
-                             nr.hierarchical_bound(inputs, RANKS_PER_HOST, w)[rank],
-                             "float64", "hierarchical dynamic")
+    _check_hierarchical(got, inputs, w, "dynamic")
 
 
 def test_pending_ops_complete_in_any_order():
