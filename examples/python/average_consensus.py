@@ -16,15 +16,8 @@ import torch
 import flock.torch as bf
 from flock import topology as tu
 
-TOPOLOGIES = {
-    "exponential": tu.ExponentialGraph,
-    "exponential_two": tu.ExponentialTwoGraph,
-    "symmetric_exponential": tu.SymmetricExponentialGraph,
-    "ring": tu.RingGraph,
-    "mesh": tu.MeshGrid2DGraph,
-    "star": tu.StarGraph,
-    "full": tu.FullyConnectedGraph,
-}
+from topology_choices import TOPOLOGIES  # examples/python, beside this script
+
 
 
 def parse_args(argv=None):

@@ -26,10 +26,11 @@ import argparse
 import torch
 
 import flock.torch as bf
-from flock import topology as tu
 
-TOPOLOGIES = {"ring": tu.RingGraph, "symmetric_exponential": tu.SymmetricExponentialGraph,
-              "mesh": tu.MeshGrid2DGraph, "full": tu.FullyConnectedGraph}
+from topology_choices import SYMMETRIC, TOPOLOGIES as ALL_TOPOLOGIES  # beside this script
+
+# Exact diffusion and gradient tracking need a symmetric mixing matrix.
+TOPOLOGIES = {name: ALL_TOPOLOGIES[name] for name in SYMMETRIC}
 
 
 def parse_args(argv=None):

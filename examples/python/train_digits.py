@@ -33,17 +33,10 @@ import torch.nn.functional as F
 import flock.torch as bf
 from flock import topology as tu
 
+from topology_choices import TOPOLOGIES  # examples/python, beside this script
+
 OPTIMIZERS = ["gradient_allreduce", "allreduce", "neighbor_allreduce",
               "hierarchical_neighbor_allreduce"]
-TOPOLOGIES = {
-    "exponential": tu.ExponentialGraph,
-    "exponential_two": tu.ExponentialTwoGraph,
-    "symmetric_exponential": tu.SymmetricExponentialGraph,
-    "ring": tu.RingGraph,
-    "mesh": tu.MeshGrid2DGraph,
-    "star": tu.StarGraph,
-    "full": tu.FullyConnectedGraph,
-}
 
 
 def parse_args(argv=None):
