@@ -16,7 +16,8 @@ bytes, tensors, reps, median_ms, min_ms, max_ms):
 Protocol (raw_mpi_neighbor.cc's): warm-up iterations (5; 3 from 4 MiB), the first one's
 outputs checked against the expected average (SystemExit if wrong), then timed iterations
 (50; 20 from 4 MiB), each bf.barrier(), clock, the work, clock; an iteration's time is the
-max over ranks; a line reports the median, min and max of those in milliseconds.
+max over ranks; a line reports the median, min and max of those in milliseconds. Before the
+first case, half a second of untimed small calls (see Bench.settle).
 
     flockrun -np 2 python benchmarks/bench_neighbor.py [--max-bytes N] [--reps N]
         [--no-allreduce] [--no-resnet50]
@@ -144,6 +145,24 @@ class Bench:
                 "min_ms": min(slowest) * 1e3, "max_ms": max(slowest) * 1e3}
         print(json.dumps(line), flush=True)
 
+    def settle(self, seconds=0.5):
+        """Runs small neighbor_allreduces for about `seconds` before anything is timed.
+
+        On this VM a job's first fraction of a second is slow (first touches of MPI's and
+        torch's memory, threads finding their cores); without this, it lands in the first
+        case (4 KiB) of some runs and not others.
+        """
+        bf = self.bf
+        t = input_tensor(self.rank, 1024)
+        start = time.perf_counter()
+        while True:
+            for _ in range(50):
+                bf.barrier()
+                bf.neighbor_allreduce(t, name="bench.settle")
+            done = torch.tensor([float(time.perf_counter() - start >= seconds)])
+            if bf.allreduce(done, op="min", name="bench.settle.done").item() > 0:
+                return
+
     def sizes(self, nbytes, with_allreduce):
         bf = self.bf
         t = input_tensor(self.rank, nbytes // 4)
@@ -200,6 +219,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # two cores, shared: no intra-op thread pool in the way
     bench = Bench(args.reps)
+    bench.settle()
     nbytes = MIN_BYTES
     while nbytes <= args.max_bytes:
         bench.sizes(nbytes, args.allreduce)

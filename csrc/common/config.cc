@@ -13,10 +13,15 @@ const std::vector<SettingInfo> kSettings = {
      "Write a Chrome trace-event timeline to this path (one file per rank)."},
     {"FLOCK_FUSION_THRESHOLD", "bytes", "67108864",
      "Largest fusion buffer: small tensors going the same way travel together up to this size."},
+    {"FLOCK_CACHE_CAPACITY", "int", "1024",
+     "Response cache: how many tensor names the engine remembers, so later rounds of a name skip "
+     "sending its full description (0 disables)."},
     {"FLOCK_CYCLE_TIME_MS", "float", "5",
-     "Fusion window: announce new requests once none arrived for this long (a thread waiting for one ends it early)."},
+     "Fusion window: announce new requests once none arrived for this long (a thread waiting for "
+     "one ends it early)."},
     {"FLOCK_NEIGHBOR_INLINE_BYTES", "bytes", "65536",
-     "Neighbor ops: tensors up to this size travel inside the fused control message to a neighbour; larger ones in a message of their own, straight from the input."},
+     "Neighbor ops: tensors up to this size travel inside the fused control message to a "
+     "neighbour; larger ones in a message of their own, straight from the input."},
     {"FLOCK_STALL_WARNING_S", "float", "60",
      "Warn when some ranks have submitted a tensor and others have not for this long."},
     {"FLOCK_STALL_SHUTDOWN_S", "float", "0",
@@ -69,6 +74,9 @@ Result<Config> Config::Parse(const Lookup& lookup) {
   if (auto v = lookup("FLOCK_FUSION_THRESHOLD")) {
     FLOCK_RETURN_IF_ERROR(
         ParseInt("FLOCK_FUSION_THRESHOLD", *v, 0, &config.fusion_threshold_bytes));
+  }
+  if (auto v = lookup("FLOCK_CACHE_CAPACITY")) {
+    FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_CACHE_CAPACITY", *v, 0, &config.cache_capacity));
   }
   if (auto v = lookup("FLOCK_CYCLE_TIME_MS")) {
     FLOCK_RETURN_IF_ERROR(ParseSeconds("FLOCK_CYCLE_TIME_MS", *v, &config.cycle_time_ms));

@@ -31,6 +31,7 @@ struct Config {
   LogLevel log_level = LogLevel::kWarning;
   std::string timeline_path;  // empty: no timeline
   int64_t fusion_threshold_bytes = 64 << 20;
+  int64_t cache_capacity = 1024;  // names in the response cache
   double cycle_time_ms = 5.0;
   int64_t neighbor_inline_bytes = 64 << 10;
   double stall_warning_s = 60.0;

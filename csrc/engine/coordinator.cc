@@ -4,8 +4,11 @@
 
 namespace flock {
 
-Coordinator::Coordinator(int size, int64_t fusion_threshold_bytes)
-    : size_(size), threshold_(fusion_threshold_bytes), shut_down_(static_cast<size_t>(size)) {}
+Coordinator::Coordinator(int size, int64_t fusion_threshold_bytes, size_t cache_capacity)
+    : size_(size),
+      threshold_(fusion_threshold_bytes),
+      cache_(cache_capacity),
+      shut_down_(static_cast<size_t>(size)) {}
 
 Status Coordinator::AddReady(int rank, const std::vector<ReadyEntry>& entries,
                              Clock::time_point now) {
@@ -26,13 +29,13 @@ Status Coordinator::AddReady(int rank, const std::vector<ReadyEntry>& entries,
       errors_.push_back(std::move(failed));
       continue;
     }
-    Announce(rank, entry.name, *signature, now);
+    Announce(rank, entry.name, *signature, entry.cache_id != kDoNotCache, now);
   }
   return Status::OK();
 }
 
 void Coordinator::Announce(int rank, const std::string& name, const OpSignature& signature,
-                           Clock::time_point now) {
+                           bool cacheable, Clock::time_point now) {
   auto [it, inserted] = pending_.try_emplace(name);
   Pending& p = it->second;
   if (inserted) {
@@ -40,6 +43,7 @@ void Coordinator::Announce(int rank, const std::string& name, const OpSignature&
     p.first_seen = now;
   }
   if (!p.signatures[static_cast<size_t>(rank)]) ++p.count;
+  p.cacheable = p.cacheable && cacheable;
   p.signatures[static_cast<size_t>(rank)] = signature;
   if (p.count < size_) return;
   Pending done = std::move(p);
@@ -65,6 +69,7 @@ void Coordinator::Complete(const std::string& name, Pending pending) {
   }
   completed_names_.push_back(name);
   completed_signatures_.push_back(all.front());
+  completed_cacheable_.push_back(pending.cacheable);
   completed_first_dims_.push_back(std::move(first_dims));
 }
 
@@ -80,7 +85,7 @@ std::vector<Response> Coordinator::TakeResponses() {
     for (size_t i : batch) {
       execute.names.push_back(completed_names_[i]);
       // Allgather signatures differ in dim 0 between ranks, so they are never cached.
-      const bool cacheable = execute.kind != OpKind::kAllgather;
+      const bool cacheable = completed_cacheable_[i] && execute.kind != OpKind::kAllgather;
       execute.cache_ids.push_back(
           cacheable ? cache_.Assign(completed_names_[i], completed_signatures_[i]) : -1);
       const auto& dims = completed_first_dims_[i];
@@ -90,6 +95,7 @@ std::vector<Response> Coordinator::TakeResponses() {
   }
   completed_names_.clear();
   completed_signatures_.clear();
+  completed_cacheable_.clear();
   completed_first_dims_.clear();
   for (Response& error : errors_) out.push_back(std::move(error));
   errors_.clear();

@@ -36,7 +36,8 @@ struct Stall {
 
 class Coordinator {
  public:
-  Coordinator(int size, int64_t fusion_threshold_bytes);
+  Coordinator(int size, int64_t fusion_threshold_bytes,
+              size_t cache_capacity = ResponseCache::kUnbounded);
 
   // Records rank's announcements; an unknown cache id is an error (a bug).
   Status AddReady(int rank, const std::vector<ReadyEntry>& entries, Clock::time_point now);
@@ -57,10 +58,11 @@ class Coordinator {
   struct Pending {
     std::vector<std::optional<OpSignature>> signatures;  // per rank
     int count = 0;
+    bool cacheable = true;  // no rank auto-named it
     Clock::time_point first_seen;
   };
 
-  void Announce(int rank, const std::string& name, const OpSignature& signature,
+  void Announce(int rank, const std::string& name, const OpSignature& signature, bool cacheable,
                 Clock::time_point now);
   void Complete(const std::string& name, Pending pending);
   void FailEverythingPending(const std::string& reason);
@@ -71,6 +73,7 @@ class Coordinator {
   std::map<std::string, Pending> pending_;
   std::vector<std::string> completed_names_;  // agreed, awaiting a fusion plan
   std::vector<OpSignature> completed_signatures_;
+  std::vector<bool> completed_cacheable_;
   std::vector<std::vector<int64_t>> completed_first_dims_;
   std::vector<Response> errors_;
   std::vector<bool> shut_down_;

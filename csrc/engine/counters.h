@@ -13,6 +13,7 @@ struct EngineCounters {
   std::atomic<int64_t> ready_messages{0};     // announcement messages sent to the coordinator
   std::atomic<int64_t> ready_entries{0};      // names announced
   std::atomic<int64_t> cache_hits{0};         // names announced by cache id only
+  std::atomic<int64_t> cached_names{0};       // names in this rank's response cache
   std::atomic<int64_t> response_messages{0};  // response batches received (or made, on rank 0)
   std::atomic<int64_t> batches{0};            // data calls executed (a fused batch is one)
   std::atomic<int64_t> fused_batches{0};      // batches of more than one tensor
@@ -30,6 +31,7 @@ struct EngineCounters {
             {"ready_messages", ready_messages},
             {"ready_entries", ready_entries},
             {"cache_hits", cache_hits},
+            {"cached_names", cached_names},
             {"response_messages", response_messages},
             {"batches", batches},
             {"fused_batches", fused_batches},

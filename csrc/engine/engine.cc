@@ -29,6 +29,10 @@ constexpr auto kIdlePollInterval = std::chrono::milliseconds(10);
 // How long a stopping engine waits for the other ranks' neighbour goodbyes.
 constexpr auto kNeighborDrainLimit = std::chrono::seconds(10);
 
+std::chrono::nanoseconds Microseconds(double us) {
+  return std::chrono::nanoseconds(static_cast<int64_t>(us * 1000));
+}
+
 }  // namespace
 
 Engine::Engine(Transport& transport, const Config& config)
@@ -37,7 +41,8 @@ Engine::Engine(Transport& transport, const Config& config)
       rank_(transport.rank(CommGroup::kControl)),
       size_(transport.size(CommGroup::kControl)) {
   if (rank_ == 0)
-    coordinator_ = std::make_unique<Coordinator>(size_, config.fusion_threshold_bytes);
+    coordinator_ = std::make_unique<Coordinator>(size_, config.fusion_threshold_bytes,
+                                                 static_cast<size_t>(config.cache_capacity));
   NeighborExchange::Options neighbor_options;
   neighbor_options.inline_limit_bytes = config.neighbor_inline_bytes;
   neighbor_options.message_limit_bytes = config.fusion_threshold_bytes;
@@ -51,9 +56,12 @@ Engine::Engine(Transport& transport, const Config& config)
         Finish(request, std::move(status), std::move(gathered));
       });
   handles_.SetWaitListener([this] {
-    std::lock_guard<std::mutex> lock(mutex_);
-    flush_requested_ = true;
-    wake_.notify_one();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      flush_requested_ = true;
+      user_signal_.store(true, std::memory_order_release);
+    }
+    wake_.Unpark();
   });
 }
 
@@ -75,29 +83,36 @@ void Engine::Shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_requested_ = true;
-    wake_.notify_one();
+    user_signal_.store(true, std::memory_order_release);
   }
+  wake_.Unpark();
   if (thread_.joinable()) thread_.join();
   timeline_.Stop();
 }
 
 Result<HandleId> Engine::Submit(OpRequest op, TensorView output, std::shared_ptr<void> keep_alive) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!accepting_) return Status::Aborted(refusal_);
-  if (!names_in_flight_.insert(op.name).second) {
-    return Status::InvalidArgument(std::string(OpKindName(op.kind)) + " '" + op.name +
-                                   "': a request with this name is still in flight on this rank; "
-                                   "synchronize it first or use another name");
+  HandleId handle = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!accepting_) return Status::Aborted(refusal_);
+    if (!names_in_flight_.insert(op.name).second) {
+      return Status::InvalidArgument(std::string(OpKindName(op.kind)) + " '" + op.name +
+                                     "': a request with this name is still in flight on this "
+                                     "rank; synchronize it first or use another name");
+    }
+    PendingRequest request;
+    request.handle = handles_.Create(std::move(keep_alive));
+    request.op = std::move(op);
+    request.output = output;
+    request.submitted = Clock::now();
+    handle = request.handle;
+    queue_.push_back(std::move(request));
+    ++counters_.requests;
+    user_signal_.store(true, std::memory_order_release);
   }
-  PendingRequest request;
-  request.handle = handles_.Create(std::move(keep_alive));
-  request.op = std::move(op);
-  request.output = output;
-  request.submitted = Clock::now();
-  const HandleId handle = request.handle;
-  queue_.push_back(std::move(request));
-  ++counters_.requests;
-  wake_.notify_one();
+  // After unlocking: a woken engine would otherwise block on mutex_ at once,
+  // and its wake-up would cost a second futex call.
+  wake_.Unpark();
   return handle;
 }
 
@@ -145,10 +160,13 @@ bool Engine::Step() {
 }
 
 bool Engine::DrainQueue() {
+  // Nothing new from user threads: skip the lock they take to submit.
+  if (!user_signal_.load(std::memory_order_acquire)) return false;
   std::vector<PendingRequest> arrived;
   bool stop = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    user_signal_.store(false, std::memory_order_relaxed);
     arrived.swap(queue_);
     stop = stop_requested_;
     flush_now_ = flush_now_ || flush_requested_ || stop_requested_;
@@ -171,7 +189,9 @@ bool Engine::DrainQueue() {
     }
     timeline_.Begin(name, "NEGOTIATING");
     ReadyEntry entry{name, -1, MakeSignature(request.op)};
-    if (request.op.kind != OpKind::kAllgather)
+    if (request.op.auto_named)
+      entry.cache_id = kDoNotCache;
+    else if (request.op.kind != OpKind::kAllgather)
       entry.cache_id = cache_.Lookup(name, entry.signature);
     if (unsent_.empty()) first_unsent_ = Clock::now();
     last_unsent_ = Clock::now();
@@ -383,9 +403,7 @@ void Engine::Idle(bool did_work) {
     // socket buffers keep them moving between polls, and spinning through a
     // whole transfer would take a core from training.
     idle_sleep_us_ = std::clamp(idle_sleep_us_ * 2, kMinSleepUs, kMaxNetworkPollSleepUs);
-    std::unique_lock<std::mutex> lock(mutex_);
-    wake_.wait_for(lock, std::chrono::duration<double, std::micro>(idle_sleep_us_),
-                   [this] { return !queue_.empty() || flush_requested_; });
+    if (!user_signal_.load(std::memory_order_acquire)) wake_.ParkFor(Microseconds(idle_sleep_us_));
     return;
   }
   const bool awaiting =
@@ -397,8 +415,9 @@ void Engine::Idle(bool did_work) {
     std::this_thread::yield();
     return;
   }
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!queue_.empty() || (stop_requested_ && !shutdown_announced_)) return;
+  // A request, a wait or a stop since the last Step: no sleep. One arriving
+  // after this check leaves the parker a wake-up, so none is lost.
+  if (user_signal_.load(std::memory_order_acquire)) return;
   const bool must_poll =
       size_ > 1 && (rank_ == 0 || !pending_.empty() || neighbor_->busy() || shutdown_announced_);
   if (!unsent_.empty() || neighbor_->has_unsent()) {
@@ -406,18 +425,17 @@ void Engine::Idle(bool did_work) {
     auto deadline = Clock::time_point::max();
     if (!unsent_.empty()) deadline = AnnounceDeadline();
     if (neighbor_->has_unsent()) deadline = std::min(deadline, neighbor_->flush_deadline());
-    wake_.wait_until(lock, deadline, [this] { return flush_requested_ || !queue_.empty(); });
+    wake_.ParkUntil(deadline);
     return;
   }
   if (!must_poll) {
     // Nothing in flight. Still look for neighbours' messages now and then: a
     // rank whose call ended must answer a late topology-check notice.
-    wake_.wait_for(lock, kIdlePollInterval, [this] { return !queue_.empty() || stop_requested_; });
+    wake_.ParkFor(kIdlePollInterval);
     return;
   }
   idle_sleep_us_ = std::clamp(idle_sleep_us_ * 2, kMinSleepUs, kMaxSleepUs);
-  wake_.wait_for(lock, std::chrono::duration<double, std::micro>(idle_sleep_us_),
-                 [this] { return !queue_.empty(); });
+  wake_.ParkFor(Microseconds(idle_sleep_us_));
 }
 
 }  // namespace flock

@@ -20,7 +20,7 @@
 // thread is already waiting for one of its requests.
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/parker.h"
 #include "engine/coordinator.h"
 #include "engine/counters.h"
 #include "engine/handle_table.h"
@@ -87,13 +88,16 @@ class Engine {
 
   // Shared with user threads, under mutex_.
   std::mutex mutex_;
-  std::condition_variable wake_;
+  Parker wake_;  // user threads wake the engine's Idle sleep
   std::vector<PendingRequest> queue_;
   std::unordered_set<std::string> names_in_flight_;
   bool stop_requested_ = false;
   bool flush_requested_ = false;
   bool accepting_ = true;
   std::string refusal_;  // why Submit is refused once the engine stopped accepting
+  // Set (under mutex_) whenever queue_, stop_requested_ or flush_requested_
+  // change, so the polling loop looks at them without taking the lock.
+  std::atomic<bool> user_signal_{false};
 
   // Engine thread only.
   std::unordered_map<std::string, PendingRequest> pending_;

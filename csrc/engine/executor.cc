@@ -141,6 +141,7 @@ void Engine::Execute(const Response& response) {
   }
   for (size_t i = 0; i < batch.size() && i < response.cache_ids.size(); ++i)
     cache_.Store(response.cache_ids[i], batch[i]->op.name, MakeSignature(batch[i]->op));
+  counters_.cached_names = static_cast<int64_t>(cache_.size());
   if (gathered != nullptr) {
     Finish(first, status, std::move(gathered));  // allgather: never fused
   } else {

@@ -1,5 +1,7 @@
 #include "engine/handle_table.h"
 
+#include <algorithm>
+
 namespace flock {
 namespace {
 Status Unknown(HandleId id) {
@@ -15,41 +17,54 @@ HandleId HandleTable::Create(std::shared_ptr<void> keep_alive) {
   return id;
 }
 
+void HandleTable::MarkDone(Entry& entry, Waiters& wake) {
+  entry.done = true;
+  for (auto& waiter : entry.waiters) wake.push_back(std::move(waiter));
+  entry.waiters.clear();
+}
+
+void HandleTable::WakeAll(const Waiters& wake) {
+  for (const auto& waiter : wake) waiter->Unpark();
+}
+
 void HandleTable::Complete(HandleId id, Status status, std::shared_ptr<GatheredTensor> gathered) {
+  Waiters wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second.done) return;
-    it->second.done = true;
     it->second.completion.status = std::move(status);
     it->second.completion.gathered = std::move(gathered);
+    MarkDone(it->second, wake);
   }
-  done_cv_.notify_all();
+  WakeAll(wake);
 }
 
 void HandleTable::CompleteAll(const std::vector<HandleId>& ids, const Status& status) {
+  Waiters wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (HandleId id : ids) {
       auto it = entries_.find(id);
       if (it == entries_.end() || it->second.done) continue;
-      it->second.done = true;
       it->second.completion.status = status;
+      MarkDone(it->second, wake);
     }
   }
-  done_cv_.notify_all();
+  WakeAll(wake);
 }
 
 void HandleTable::FailAllPending(const Status& status) {
+  Waiters wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [id, entry] : entries_) {
       if (entry.done) continue;
-      entry.done = true;
       entry.completion.status = status;
+      MarkDone(entry, wake);
     }
   }
-  done_cv_.notify_all();
+  WakeAll(wake);
 }
 
 Result<bool> HandleTable::IsDone(HandleId id) const {
@@ -61,6 +76,9 @@ Result<bool> HandleTable::IsDone(HandleId id) const {
 
 Result<Completion> HandleTable::Wait(HandleId id, std::chrono::milliseconds poll_interval,
                                      const std::function<Status()>& interrupted) {
+  // One parker per waiting thread, shared with the entries it waits on so a
+  // late wake-up never touches a thread that is gone.
+  thread_local const std::shared_ptr<Parker> parker = std::make_shared<Parker>();
   std::unique_lock<std::mutex> lock(mutex_);
   bool listener_told = false;
   while (true) {
@@ -80,13 +98,24 @@ Result<Completion> HandleTable::Wait(HandleId id, std::chrono::milliseconds poll
       lock.lock();
       continue;
     }
-    done_cv_.wait_for(lock, poll_interval);
+    Waiters& waiters = it->second.waiters;
+    if (std::find(waiters.begin(), waiters.end(), parker) == waiters.end())
+      waiters.push_back(parker);
+    lock.unlock();
+    parker->ParkFor(poll_interval);
     if (interrupted) {
-      lock.unlock();
       Status status = interrupted();
-      if (!status.ok()) return status;
-      lock.lock();
+      if (!status.ok()) {
+        lock.lock();
+        auto left = entries_.find(id);
+        if (left != entries_.end()) {
+          Waiters& w = left->second.waiters;
+          w.erase(std::remove(w.begin(), w.end(), parker), w.end());
+        }
+        return status;
+      }
     }
+    lock.lock();
   }
 }
 

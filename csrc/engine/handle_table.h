@@ -9,7 +9,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/parker.h"
 #include "common/status.h"
 #include "common/tensor_view.h"
 
@@ -62,10 +62,14 @@ class HandleTable {
   struct Entry {
     bool done = false;
     Completion completion;
+    std::vector<std::shared_ptr<Parker>> waiters;  // threads blocked in Wait on it
   };
+  using Waiters = std::vector<std::shared_ptr<Parker>>;
+  // Marks the entry done and moves its waiters to `wake` (caller holds mutex_).
+  static void MarkDone(Entry& entry, Waiters& wake);
+  static void WakeAll(const Waiters& wake);
 
   mutable std::mutex mutex_;
-  std::condition_variable done_cv_;
   std::unordered_map<HandleId, Entry> entries_;
   HandleId next_id_ = 1;
   std::function<void()> on_wait_;

@@ -25,6 +25,7 @@ int32_t ResponseCache::Assign(const std::string& name, const OpSignature& signat
     entries_[it->second].signature = signature;
     return it->second;
   }
+  if (entries_.size() >= capacity_) return -1;
   const auto id = static_cast<int32_t>(entries_.size());
   entries_.push_back({name, signature});
   ids_.emplace(name, id);

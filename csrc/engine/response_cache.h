@@ -5,6 +5,11 @@
 // in the response; every rank stores them in the same order, so all copies of
 // the cache agree. A changed signature (say, a new shape) is sent in full and,
 // once executed, replaces the cached one under the same id.
+//
+// The coordinator's copy holds at most `capacity` names: past that, new names
+// are simply not cached (no eviction, so the copies never need to agree on
+// what to forget). Auto-named requests are never cached: their names do not
+// repeat, and caching them would grow the cache by one entry per call.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +23,15 @@ namespace flock {
 
 class ResponseCache {
  public:
+  explicit ResponseCache(size_t capacity = kUnbounded) : capacity_(capacity) {}
+  static constexpr size_t kUnbounded = static_cast<size_t>(-1);
+
   // The id under which `name` is cached with exactly `signature`, or -1.
   int32_t Lookup(const std::string& name, const OpSignature& signature) const;
   // The cached signature of id; nullptr for an unknown id.
   const OpSignature* Find(int32_t id) const;
-  // Coordinator: the id for name (new or existing), now holding `signature`.
+  // Coordinator: the id for name (new or existing), now holding `signature`;
+  // -1 when name is new and the cache is full.
   int32_t Assign(const std::string& name, const OpSignature& signature);
   // Worker: records what the coordinator assigned.
   void Store(int32_t id, const std::string& name, const OpSignature& signature);
@@ -33,6 +42,7 @@ class ResponseCache {
     std::string name;
     OpSignature signature;
   };
+  size_t capacity_;
   std::unordered_map<std::string, int32_t> ids_;
   std::vector<Entry> entries_;
 };

@@ -20,9 +20,14 @@
 
 namespace flock {
 
+// ReadyEntry::cache_id when it names no cached signature: not (yet) cached,
+// or an auto-named request the coordinator must not cache.
+constexpr int32_t kNotCached = -1;
+constexpr int32_t kDoNotCache = -2;
+
 struct ReadyEntry {
   std::string name;
-  int32_t cache_id = -1;  // >= 0: the cached signature, `signature` unused
+  int32_t cache_id = kNotCached;  // >= 0: the cached signature, `signature` unused
   OpSignature signature;
 };
 

@@ -133,6 +133,37 @@ TEST(Coordinator, ExecutesOnlyWhenEveryRankIsReadyAndFuses) {
   EXPECT_FALSE(c.AddReady(0, {{"zzz", 42, {}}}, now).ok());  // unknown id
 }
 
+TEST(ResponseCache, AFullCacheLeavesNewNamesUncachedAndKeepsOldOnes) {
+  ResponseCache cache(2);
+  OpSignature s = Sig(OpKind::kAllreduce, DataType::kFloat32, {4}, "w");
+  const int32_t a = cache.Assign("a", s);
+  const int32_t b = cache.Assign("b", s);
+  EXPECT_GE(a, 0);
+  EXPECT_GE(b, 0);
+  EXPECT_EQ(cache.Assign("c", s), -1);
+  EXPECT_EQ(cache.Lookup("c", s), -1);
+  EXPECT_EQ(cache.Assign("a", s), a);  // a known name still gets its id
+  EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST(Coordinator, NeverCachesAutoNamedRequestsAndStopsAtCapacity) {
+  Coordinator c(2, 64 << 20, /*cache_capacity=*/1);
+  const auto now = Clock::now();
+  const OpSignature s = Sig(OpKind::kAllreduce, DataType::kFloat32, {4}, "x");
+  // Auto-named on one rank is enough: the name will not come back.
+  ASSERT_TRUE(c.AddReady(0, {{"allreduce.0", kDoNotCache, s}}, now).ok());
+  ASSERT_TRUE(c.AddReady(1, {{"allreduce.0", kNotCached, s}}, now).ok());
+  EXPECT_EQ(c.TakeResponses().at(0).cache_ids, (std::vector<int32_t>{-1}));
+  for (const char* name : {"first", "second"}) {
+    for (int r = 0; r < 2; ++r) ASSERT_TRUE(c.AddReady(r, {{name, kNotCached, s}}, now).ok());
+  }
+  auto responses = c.TakeResponses();
+  ASSERT_EQ(responses.size(), 1u);
+  ASSERT_EQ(responses[0].cache_ids.size(), 2u);
+  EXPECT_GE(responses[0].cache_ids[0], 0);  // "first" fills the only slot
+  EXPECT_EQ(responses[0].cache_ids[1], -1);
+}
+
 TEST(Coordinator, MismatchBecomesOneErrorForEveryRank) {
   Coordinator c(2, 1 << 20);
   const auto now = Clock::now();

@@ -82,6 +82,22 @@ def test_repeated_names_use_the_response_cache(size):
     assert bf.engine_counters()["cache_hits"] - before >= 4
 
 
+def test_auto_named_ops_do_not_grow_the_response_cache(size):
+    # Their names (allreduce.N, barrier.N) never come back: caching them
+    # would grow the cache, and the process, by one entry per call.
+    x = torch.ones(16)
+    bf.allreduce(x, name="cache.growth.named")
+    before = bf.engine_counters()["cached_names"]
+    for _ in range(20):
+        bf.allreduce(x)
+        bf.barrier()
+        bf.broadcast(x, 0)
+    assert bf.engine_counters()["cached_names"] == before
+    for i in range(3):
+        bf.allreduce(x, name="cache.growth.{}".format(i))
+    assert bf.engine_counters()["cached_names"] == before + 3
+
+
 @needs_ranks(2)
 def test_duplicate_name_in_flight_is_refused_at_once(rank, size):
     x = torch.ones(4)
