@@ -46,6 +46,7 @@ def command_for(program, args):
     extra += [] if args.resnet50 else ["--no-resnet50"]
     if program == "raw":
         return [args.raw_bin] + extra
+    extra += [] if args.allreduce else ["--no-allreduce"]
     return [sys.executable, os.path.join(HERE, "bench_neighbor.py")] + extra
 
 
@@ -225,6 +226,9 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=0, help="override timed iterations")
     parser.add_argument("--no-resnet50", dest="resnet50", action="store_false",
                         help="skip the ResNet-50 case in both programs")
+    parser.add_argument("--no-allreduce", dest="allreduce", action="store_false",
+                        help="flock runs neighbor_allreduce alone (no bf.allreduce call "
+                             "between its iterations), as the floor program does")
     parser.add_argument("--raw-bin", default=os.path.join(ROOT, "build", "benchmarks",
                                                          "raw_mpi_neighbor"))
     parser.add_argument("--flockrun", default="flockrun")

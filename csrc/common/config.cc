@@ -26,6 +26,10 @@ const std::vector<SettingInfo> kSettings = {
      "Warn when some ranks have submitted a tensor and others have not for this long."},
     {"FLOCK_STALL_SHUTDOWN_S", "float", "0",
      "Turn a stall that lasts this long into an error on every rank (0: never)."},
+    {"FLOCK_MALLOC_TUNING", "int", "1",
+     "1: keep large freed buffers in the process (glibc mmap/trim thresholds 1 GiB, one arena) so "
+     "MPI's per-call temporaries and new tensors do not page-fault again; 0: leave malloc alone. "
+     "Skipped when MALLOC_* or GLIBC_TUNABLES malloc settings are present."},
     {"FLOCK_LOCAL_SIZE", "int", "0",
      "Pretend machines have this many ranks each (testing); 0 uses MPI shared-memory groups."},
 };
@@ -90,6 +94,12 @@ Result<Config> Config::Parse(const Lookup& lookup) {
   }
   if (auto v = lookup("FLOCK_STALL_SHUTDOWN_S")) {
     FLOCK_RETURN_IF_ERROR(ParseSeconds("FLOCK_STALL_SHUTDOWN_S", *v, &config.stall_shutdown_s));
+  }
+  if (auto v = lookup("FLOCK_MALLOC_TUNING")) {
+    int64_t on = 0;
+    FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_MALLOC_TUNING", *v, 0, &on));
+    if (on > 1) return BadValue("FLOCK_MALLOC_TUNING", *v, "0 or 1");
+    config.malloc_tuning = on == 1;
   }
   if (auto v = lookup("FLOCK_LOCAL_SIZE")) {
     int64_t local = 0;

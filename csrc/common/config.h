@@ -37,6 +37,7 @@ struct Config {
   double stall_warning_s = 60.0;
   double stall_shutdown_s = 0.0;  // 0: never turn a stall into an error
   int local_size_override = 0;    // 0: machines are MPI shared-memory groups
+  bool malloc_tuning = true;      // see common/malloc_tuning.h
 
   // Looks a variable up; returns nullopt when it is unset.
   using Lookup = std::function<std::optional<std::string>(const std::string&)>;

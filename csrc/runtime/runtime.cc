@@ -3,12 +3,18 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/malloc_tuning.h"
 #include "transport/registry.h"
 
 namespace flock {
 
 Result<std::unique_ptr<Runtime>> Runtime::Create(const Config& config) {
   SetLogLevel(config.log_level);
+  // Before MPI and the engine start their threads (see malloc_tuning.h).
+  if (config.malloc_tuning) {
+    const std::string malloc_tuning = TuneMallocForLargeBuffers();
+    FLOCK_LOG(kDebug, "runtime") << "malloc: " << malloc_tuning;
+  }
   auto transport = CreateHostTransport(config);
   if (!transport.ok()) return transport.status();
   std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(transport).value()));

@@ -17,6 +17,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(config.value().stall_shutdown_s, 0.0);
   EXPECT_EQ(config.value().local_size_override, 0);
   EXPECT_TRUE(config.value().timeline_path.empty());
+  EXPECT_TRUE(config.value().malloc_tuning);
 }
 
 TEST(Config, ParsesEverySetting) {
@@ -28,7 +29,8 @@ TEST(Config, ParsesEverySetting) {
                                            {"FLOCK_STALL_SHUTDOWN_S", "9"},
                                            {"FLOCK_LOCAL_SIZE", "2"},
                                            {"FLOCK_NEIGHBOR_INLINE_BYTES", "4096"},
-                                           {"FLOCK_CACHE_CAPACITY", "16"}});
+                                           {"FLOCK_CACHE_CAPACITY", "16"},
+                                           {"FLOCK_MALLOC_TUNING", "0"}});
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config.value().log_level, LogLevel::kDebug);
   EXPECT_EQ(config.value().timeline_path, "/tmp/t.json");
@@ -39,6 +41,7 @@ TEST(Config, ParsesEverySetting) {
   EXPECT_EQ(config.value().local_size_override, 2);
   EXPECT_EQ(config.value().neighbor_inline_bytes, 4096);
   EXPECT_EQ(config.value().cache_capacity, 16);
+  EXPECT_FALSE(config.value().malloc_tuning);
 }
 
 TEST(Config, BadValuesAreErrorsNamingTheVariable) {
@@ -46,7 +49,8 @@ TEST(Config, BadValuesAreErrorsNamingTheVariable) {
       {"FLOCK_LOG_LEVEL", "loud"},      {"FLOCK_FUSION_THRESHOLD", "12MB"},
       {"FLOCK_FUSION_THRESHOLD", "-1"}, {"FLOCK_CYCLE_TIME_MS", "fast"},
       {"FLOCK_STALL_WARNING_S", "-2"},  {"FLOCK_LOCAL_SIZE", "two"},
-      {"FLOCK_STALL_SHUTDOWN_S", ""},   {"FLOCK_CACHE_CAPACITY", "-5"}};
+      {"FLOCK_STALL_SHUTDOWN_S", ""},   {"FLOCK_CACHE_CAPACITY", "-5"},
+      {"FLOCK_MALLOC_TUNING", "2"}};
   for (const auto& [name, value] : bad) {
     Result<Config> config = Config::FromMap({{name, value}});
     ASSERT_FALSE(config.ok()) << name << "=" << value;
@@ -62,7 +66,7 @@ TEST(Config, TableListsEverySettingOnce) {
     EXPECT_EQ(std::string(s.name).rfind("FLOCK_", 0), 0u);
     EXPECT_GT(std::string(s.doc).size(), 10u);
   }
-  EXPECT_EQ(names.size(), 9u);
+  EXPECT_EQ(names.size(), 10u);
 }
 
 }  // namespace

@@ -85,3 +85,45 @@ def test_single_rank_allreduce_is_identity(dtype):
         print("ok")
     """.format(dtype))
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
+
+
+MALLOC_PROBE = """
+    import ctypes, os, numpy as np, flock.numpy as fnp
+    fnp.init()
+    # A 64 MiB block freed and allocated again: with the tuning it comes from
+    # the heap both times (no fresh mmap, so no new page faults on reuse).
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+    import resource
+    block = libc.malloc(64 << 20); libc.memset(block, 1, 64 << 20); libc.free(block)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    block = libc.malloc(64 << 20); libc.memset(block, 1, 64 << 20); libc.free(block)
+    print("faults", resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    fnp.shutdown()
+"""
+
+
+def _malloc_probe(**env):
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(MALLOC_PROBE)],
+                            capture_output=True, text=True, timeout=60,
+                            env={**__import__("os").environ, "FLOCK_LOG_LEVEL": "debug", **env})
+    assert result.returncode == 0, result.stderr
+    faults = int(re.search(r"faults (\d+)", result.stdout).group(1))
+    return faults, result.stderr
+
+
+def test_malloc_tuning_keeps_large_freed_buffers_for_reuse():
+    faults, log = _malloc_probe()
+    assert "large buffers stay in the process" in log, log
+    assert faults < 1000, "64 MiB reused with {} page faults".format(faults)
+
+
+def test_malloc_tuning_off_or_user_settings_leave_malloc_alone():
+    faults, log = _malloc_probe(FLOCK_MALLOC_TUNING="0")
+    assert "malloc:" not in log
+    assert faults > 10000, "without the tuning glibc unmaps 64 MiB on free ({} faults)".format(
+        faults)
+    _, log = _malloc_probe(MALLOC_ARENA_MAX="4")
+    assert "left as configured (MALLOC_ARENA_MAX=4)" in log, log
