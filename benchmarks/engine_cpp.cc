@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ops/op_signature.h"
+#include "raw_mpi_protocol.h"
 #include "runtime/runtime.h"
 #include "transport/registry.h"
 
@@ -32,24 +33,7 @@ using flock::Engine;
 using flock::HandleId;
 using flock::TensorView;
 
-double MedianMs(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2] * 1e3;
-}
-
-double TimeIterations(const std::function<void()>& work, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) work();
-  std::vector<double> maxima;
-  for (int i = 0; i < reps; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double start = MPI_Wtime();
-    work();
-    double elapsed = MPI_Wtime() - start, slowest = 0;
-    MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    maxima.push_back(slowest);
-  }
-  return MedianMs(maxima);
-}
+using bench::MedianOfMaxima;
 
 HandleId SubmitSum(Engine& engine, const std::string& name, std::vector<float>& data) {
   flock::OpRequest request = flock::MakeRequest(
@@ -114,10 +98,13 @@ int main(int argc, char** argv) {
 
   const std::vector<Case> cases = {
       {"many_small_ms",
-       [&] { for (auto& t : small) RawSum(t); },
+       [&] {
+         for (auto& t : small) RawSum(t);
+       },
        [&] {
          std::vector<HandleId> handles;
-         for (int i = 0; i < 100; ++i) handles.push_back(SubmitSum(engine, small_names[i], small[i]));
+         for (int i = 0; i < 100; ++i)
+           handles.push_back(SubmitSum(engine, small_names[i], small[i]));
          for (HandleId h : handles) WaitOrDie(engine, h);
        },
        3, reps, [&] { RawSum(packed); }},
@@ -131,23 +118,24 @@ int main(int argc, char** argv) {
     if (!only.empty() && only != c.name) continue;
     std::vector<double> raw_rounds, flock_rounds, floor_rounds;
     for (int round = 0; round < rounds; ++round) {
-      if (c.fused_floor) floor_rounds.push_back(TimeIterations(c.fused_floor, c.warmup, c.reps));
+      if (c.fused_floor) floor_rounds.push_back(MedianOfMaxima(c.fused_floor, c.warmup, c.reps));
       // Alternate which goes first so neither always follows the other.
       if (round % 2 == 0) {
-        raw_rounds.push_back(TimeIterations(c.raw, c.warmup, c.reps));
-        flock_rounds.push_back(TimeIterations(c.flock, c.warmup, c.reps));
+        raw_rounds.push_back(MedianOfMaxima(c.raw, c.warmup, c.reps));
+        flock_rounds.push_back(MedianOfMaxima(c.flock, c.warmup, c.reps));
       } else {
-        flock_rounds.push_back(TimeIterations(c.flock, c.warmup, c.reps));
-        raw_rounds.push_back(TimeIterations(c.raw, c.warmup, c.reps));
+        flock_rounds.push_back(MedianOfMaxima(c.flock, c.warmup, c.reps));
+        raw_rounds.push_back(MedianOfMaxima(c.raw, c.warmup, c.reps));
       }
     }
     if (runtime.rank() == 0) {
       std::sort(raw_rounds.begin(), raw_rounds.end());
       std::sort(flock_rounds.begin(), flock_rounds.end());
       const double raw = raw_rounds[rounds / 2], ours = flock_rounds[rounds / 2];
-      std::printf("{\"case\": \"%s\", \"np\": %d, \"raw_ms\": %.4f, \"flock_cpp_ms\": %.4f, "
-                  "\"ratio\": %.3f",
-                  c.name, runtime.size(), raw, ours, ours / raw);
+      std::printf(
+          "{\"case\": \"%s\", \"np\": %d, \"raw_ms\": %.4f, \"flock_cpp_ms\": %.4f, "
+          "\"ratio\": %.3f",
+          c.name, runtime.size(), raw, ours, ours / raw);
       if (!floor_rounds.empty()) {
         std::sort(floor_rounds.begin(), floor_rounds.end());
         const double floor = floor_rounds[rounds / 2];

@@ -8,31 +8,14 @@
 // Run: flockrun -np 2 build/benchmarks/engine_floor [--reps N]
 #include <mpi.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <vector>
 
-namespace {
+#include "raw_mpi_protocol.h"
 
-double MedianOfMaxima(const std::function<void()>& work, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) work();
-  std::vector<double> maxima;
-  for (int i = 0; i < reps; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double start = MPI_Wtime();
-    work();
-    double elapsed = MPI_Wtime() - start, slowest = 0;
-    MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    maxima.push_back(slowest);
-  }
-  std::sort(maxima.begin(), maxima.end());
-  return maxima[maxima.size() / 2] * 1e3;
-}
-
-}  // namespace
+using bench::MedianOfMaxima;
 
 int main(int argc, char** argv) {
   int provided = 0;
@@ -45,21 +28,28 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 
   std::vector<std::vector<float>> small(100, std::vector<float>(1024, 1.0f));
-  const double many_small = MedianOfMaxima([&] {
-    for (auto& t : small) MPI_Allreduce(MPI_IN_PLACE, t.data(), 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  }, 3, reps);
+  const double many_small = MedianOfMaxima(
+      [&] {
+        for (auto& t : small)
+          MPI_Allreduce(MPI_IN_PLACE, t.data(), 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      },
+      3, reps);
   std::vector<float> large(16 << 20, 1.0f);
-  const double one_large = MedianOfMaxima([&] {
-    MPI_Allreduce(MPI_IN_PLACE, large.data(), static_cast<int>(large.size()), MPI_FLOAT, MPI_SUM,
-                  MPI_COMM_WORLD);
-  }, 2, std::max(reps / 2, 20));
+  const double one_large = MedianOfMaxima(
+      [&] {
+        MPI_Allreduce(MPI_IN_PLACE, large.data(), static_cast<int>(large.size()), MPI_FLOAT,
+                      MPI_SUM, MPI_COMM_WORLD);
+      },
+      2, std::max(reps / 2, 20));
   float one = 1.0f;
-  const double latency = MedianOfMaxima([&] {
-    MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  }, 20, reps * 10);
+  const double latency = MedianOfMaxima(
+      [&] { MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }, 20,
+      reps * 10);
   if (rank == 0) {
-    std::printf("{\"impl\": \"raw_mpi\", \"many_small_ms\": %.4f, \"one_large_ms\": %.4f, "
-                "\"latency_ms\": %.4f}\n", many_small, one_large, latency);
+    std::printf(
+        "{\"impl\": \"raw_mpi\", \"many_small_ms\": %.4f, \"one_large_ms\": %.4f, "
+        "\"latency_ms\": %.4f}\n",
+        many_small, one_large, latency);
   }
   MPI_Finalize();
   return 0;
