@@ -68,6 +68,8 @@ class Transport {
 
   // Point-to-point transfers straight from / into caller memory, which must
   // stay valid until TestTransfer returns true (the id is then released).
+  // A TestTransfer that returns an error also releases the id: the transfer
+  // is over, and what of it was still pending has been cancelled.
   // Transfers between two ranks with one tag match in the order they started.
   virtual Result<TransferId> StartSend(const void* buffer, int64_t bytes, int dest, int tag,
                                        CommGroup group) = 0;

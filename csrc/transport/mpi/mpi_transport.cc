@@ -108,18 +108,25 @@ bool MpiTransport::on_this_host(int rank) const {
          on_this_host_[static_cast<size_t>(rank)];
 }
 
+namespace {
+// Cancels and releases the requests still pending (completed ones are
+// already MPI_REQUEST_NULL). A receive that had begun to arrive may still
+// complete into its buffer; MPI offers no way to stop it.
+void CancelPending(std::vector<MPI_Request>& requests) {
+  for (MPI_Request& request : requests) {
+    if (request == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&request);
+    MPI_Request_free(&request);
+  }
+}
+}  // namespace
+
 MpiTransport::~MpiTransport() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   types_.Free();
   if (finalized) return;
-  for (auto& [id, requests] : transfers_) {
-    for (MPI_Request& request : requests) {
-      if (request == MPI_REQUEST_NULL) continue;
-      MPI_Cancel(&request);
-      MPI_Request_free(&request);
-    }
-  }
+  for (auto& [id, requests] : transfers_) CancelPending(requests);
   for (PostedSend& send : posted_sends_) {
     // Undelivered control messages at teardown are abandoned, not waited for.
     MPI_Cancel(&send.request);
@@ -256,8 +263,13 @@ Result<TransferId> MpiTransport::StartSend(const void* buffer, int64_t bytes, in
   do {
     const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - offset));
     requests.push_back(MPI_REQUEST_NULL);
-    FLOCK_MPI_CHECK(
-        MPI_Isend(data + offset, n, MPI_BYTE, dest, tag, comm(group), &requests.back()));
+    Status posted =
+        MpiStatus(MPI_Isend(data + offset, n, MPI_BYTE, dest, tag, comm(group), &requests.back()),
+                  "MPI_Isend");
+    if (!posted.ok()) {
+      CancelPending(requests);  // the chunks already posted of a > 2 GiB transfer
+      return posted;
+    }
     offset += n;
   } while (offset < bytes);
   const TransferId id = next_transfer_++;
@@ -273,8 +285,13 @@ Result<TransferId> MpiTransport::StartRecv(void* buffer, int64_t bytes, int sour
   do {
     const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - offset));
     requests.push_back(MPI_REQUEST_NULL);
-    FLOCK_MPI_CHECK(
-        MPI_Irecv(data + offset, n, MPI_BYTE, source, tag, comm(group), &requests.back()));
+    Status posted =
+        MpiStatus(MPI_Irecv(data + offset, n, MPI_BYTE, source, tag, comm(group), &requests.back()),
+                  "MPI_Irecv");
+    if (!posted.ok()) {
+      CancelPending(requests);
+      return posted;
+    }
     offset += n;
   } while (offset < bytes);
   const TransferId id = next_transfer_++;
@@ -286,8 +303,15 @@ Result<bool> MpiTransport::TestTransfer(TransferId id) {
   auto it = transfers_.find(id);
   if (it == transfers_.end()) return Status::Internal("unknown transfer " + std::to_string(id));
   int done = 0;
-  FLOCK_MPI_CHECK(MPI_Testall(static_cast<int>(it->second.size()), it->second.data(), &done,
-                              MPI_STATUSES_IGNORE));
+  Status tested = MpiStatus(MPI_Testall(static_cast<int>(it->second.size()), it->second.data(),
+                                        &done, MPI_STATUSES_IGNORE),
+                            "MPI_Testall");
+  if (!tested.ok()) {
+    // Failed (say, a longer message than the receive): over for the caller.
+    CancelPending(it->second);
+    transfers_.erase(it);
+    return tested;
+  }
   if (done) transfers_.erase(it);
   return done != 0;
 }
