@@ -29,7 +29,7 @@ const std::vector<SettingInfo> kSettings = {
     {"FLOCK_MALLOC_TUNING", "int", "1",
      "1: keep large freed buffers in the process (glibc mmap/trim thresholds 1 GiB, one arena) so "
      "MPI's per-call temporaries and new tensors do not page-fault again; 0: leave malloc alone. "
-     "Skipped when MALLOC_* or GLIBC_TUNABLES malloc settings are present."},
+     "Skipped when glibc's own MALLOC_* threshold/arena variables or GLIBC_TUNABLES malloc settings are set."},
     {"FLOCK_LOCAL_SIZE", "int", "0",
      "Pretend machines have this many ranks each (testing); 0 uses MPI shared-memory groups."},
 };
@@ -100,6 +100,16 @@ Result<Config> Config::Parse(const Lookup& lookup) {
     FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_MALLOC_TUNING", *v, 0, &on));
     if (on > 1) return BadValue("FLOCK_MALLOC_TUNING", *v, "0 or 1");
     config.malloc_tuning = on == 1;
+  }
+  // glibc reads these at startup; the ones the malloc tuning would override.
+  for (const char* name :
+       {"MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_",
+        "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) {
+    auto v = lookup(name);
+    const bool about_malloc = v && (std::string(name) != "GLIBC_TUNABLES" ||
+                                    v->find("glibc.malloc.") != std::string::npos);
+    if (about_malloc && config.user_malloc_setting.empty())
+      config.user_malloc_setting = std::string(name) + "=" + *v;
   }
   if (auto v = lookup("FLOCK_LOCAL_SIZE")) {
     int64_t local = 0;

@@ -38,6 +38,9 @@ struct Config {
   double stall_shutdown_s = 0.0;  // 0: never turn a stall into an error
   int local_size_override = 0;    // 0: machines are MPI shared-memory groups
   bool malloc_tuning = true;      // see common/malloc_tuning.h
+  // "NAME=value" of the user's own glibc malloc setting, if any: it wins
+  // over the tuning (not a FLOCK_* setting, so not in the table).
+  std::string user_malloc_setting;
 
   // Looks a variable up; returns nullopt when it is unset.
   using Lookup = std::function<std::optional<std::string>(const std::string&)>;

@@ -15,9 +15,9 @@
 namespace flock {
 
 // Sets glibc's mmap and trim thresholds to 1 GiB and one arena for every
-// thread, unless the user configured malloc (a MALLOC_* variable or
-// glibc.malloc in GLIBC_TUNABLES). Call before any thread of flock's starts.
-// Returns what it did, or why it did nothing (for the log).
-std::string TuneMallocForLargeBuffers();
+// thread, unless `user_setting` (Config::user_malloc_setting) names the
+// user's own. Call before any thread of flock's starts. Returns what it did,
+// or why it did nothing (for the log).
+std::string TuneMallocForLargeBuffers(const std::string& user_setting);
 
 }  // namespace flock

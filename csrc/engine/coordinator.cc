@@ -67,10 +67,7 @@ void Coordinator::Complete(const std::string& name, Pending pending) {
   if (kind == OpKind::kAllgather) {
     for (const OpSignature& s : all) first_dims.push_back(s.dims[0]);
   }
-  completed_names_.push_back(name);
-  completed_signatures_.push_back(all.front());
-  completed_cacheable_.push_back(pending.cacheable);
-  completed_first_dims_.push_back(std::move(first_dims));
+  completed_.push_back({name, all.front(), std::move(first_dims), pending.cacheable});
 }
 
 std::vector<Response> Coordinator::TakeResponses() {
@@ -78,25 +75,22 @@ std::vector<Response> Coordinator::TakeResponses() {
   // fail names every rank has already agreed to run.
   std::vector<Response> out;
   std::vector<FusionCandidate> candidates;
-  for (const OpSignature& s : completed_signatures_) candidates.push_back(CandidateFrom(s));
+  for (const Agreed& a : completed_) candidates.push_back(CandidateFrom(a.signature));
   for (const std::vector<size_t>& batch : PlanFusion(candidates, threshold_)) {
     Response execute = MakeResponse(ResponseType::kExecute,
-                                    static_cast<OpKind>(completed_signatures_[batch.front()].kind));
+                                    static_cast<OpKind>(completed_[batch.front()].signature.kind));
     for (size_t i : batch) {
-      execute.names.push_back(completed_names_[i]);
+      const Agreed& agreed = completed_[i];
+      execute.names.push_back(agreed.name);
       // Allgather signatures differ in dim 0 between ranks, so they are never cached.
-      const bool cacheable = completed_cacheable_[i] && execute.kind != OpKind::kAllgather;
-      execute.cache_ids.push_back(
-          cacheable ? cache_.Assign(completed_names_[i], completed_signatures_[i]) : -1);
-      const auto& dims = completed_first_dims_[i];
+      const bool cacheable = agreed.cacheable && execute.kind != OpKind::kAllgather;
+      execute.cache_ids.push_back(cacheable ? cache_.Assign(agreed.name, agreed.signature) : -1);
+      const auto& dims = agreed.first_dims;
       execute.first_dims.insert(execute.first_dims.end(), dims.begin(), dims.end());
     }
     out.push_back(std::move(execute));
   }
-  completed_names_.clear();
-  completed_signatures_.clear();
-  completed_cacheable_.clear();
-  completed_first_dims_.clear();
+  completed_.clear();
   for (Response& error : errors_) out.push_back(std::move(error));
   errors_.clear();
   if (final_due_ && !final_sent_) {

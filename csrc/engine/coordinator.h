@@ -62,6 +62,14 @@ class Coordinator {
     Clock::time_point first_seen;
   };
 
+  // A name every rank announced with matching signatures.
+  struct Agreed {
+    std::string name;
+    OpSignature signature;
+    std::vector<int64_t> first_dims;  // allgather: every rank's dim 0
+    bool cacheable = true;
+  };
+
   void Announce(int rank, const std::string& name, const OpSignature& signature, bool cacheable,
                 Clock::time_point now);
   void Complete(const std::string& name, Pending pending);
@@ -71,10 +79,7 @@ class Coordinator {
   int64_t threshold_;
   ResponseCache cache_;
   std::map<std::string, Pending> pending_;
-  std::vector<std::string> completed_names_;  // agreed, awaiting a fusion plan
-  std::vector<OpSignature> completed_signatures_;
-  std::vector<bool> completed_cacheable_;
-  std::vector<std::vector<int64_t>> completed_first_dims_;
+  std::vector<Agreed> completed_;  // agreed, awaiting a fusion plan
   std::vector<Response> errors_;
   std::vector<bool> shut_down_;
   int shut_down_count_ = 0;

@@ -12,7 +12,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(const Config& config) {
   SetLogLevel(config.log_level);
   // Before MPI and the engine start their threads (see malloc_tuning.h).
   if (config.malloc_tuning) {
-    const std::string malloc_tuning = TuneMallocForLargeBuffers();
+    const std::string malloc_tuning = TuneMallocForLargeBuffers(config.user_malloc_setting);
     FLOCK_LOG(kDebug, "runtime") << "malloc: " << malloc_tuning;
   }
   auto transport = CreateHostTransport(config);

@@ -18,6 +18,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(config.value().local_size_override, 0);
   EXPECT_TRUE(config.value().timeline_path.empty());
   EXPECT_TRUE(config.value().malloc_tuning);
+  EXPECT_TRUE(config.value().user_malloc_setting.empty());
 }
 
 TEST(Config, ParsesEverySetting) {
@@ -42,6 +43,19 @@ TEST(Config, ParsesEverySetting) {
   EXPECT_EQ(config.value().neighbor_inline_bytes, 4096);
   EXPECT_EQ(config.value().cache_capacity, 16);
   EXPECT_FALSE(config.value().malloc_tuning);
+}
+
+TEST(Config, TheUsersOwnMallocSettingIsNoted) {
+  EXPECT_EQ(Config::FromMap({{"MALLOC_ARENA_MAX", "4"}}).value().user_malloc_setting,
+            "MALLOC_ARENA_MAX=4");
+  EXPECT_EQ(Config::FromMap({{"GLIBC_TUNABLES", "glibc.malloc.trim_threshold=1"}})
+                .value()
+                .user_malloc_setting,
+            "GLIBC_TUNABLES=glibc.malloc.trim_threshold=1");
+  // Tunables about something else leave malloc to flock.
+  EXPECT_TRUE(Config::FromMap({{"GLIBC_TUNABLES", "glibc.rtld.nns=2"}})
+                  .value()
+                  .user_malloc_setting.empty());
 }
 
 TEST(Config, BadValuesAreErrorsNamingTheVariable) {
