@@ -28,8 +28,10 @@ void FutexWakeOne(std::atomic<int32_t>* word) {
 
 static_assert(sizeof(std::atomic<int32_t>) == sizeof(int32_t), "futex word must be 32 bits");
 
-void Parker::Unpark() {
-  if (state_.exchange(kNotified, std::memory_order_release) == kParked) FutexWakeOne(&state_);
+bool Parker::Unpark() {
+  if (state_.exchange(kNotified, std::memory_order_release) != kParked) return false;
+  FutexWakeOne(&state_);
+  return true;
 }
 
 void Parker::ParkFor(std::chrono::nanoseconds timeout) {
@@ -40,18 +42,23 @@ void Parker::ParkFor(std::chrono::nanoseconds timeout) {
   state_.exchange(kEmpty, std::memory_order_acquire);
 }
 #else
-void Parker::Unpark() {
+bool Parker::Unpark() {
+  bool was_parked = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    state_.store(kNotified, std::memory_order_relaxed);
+    was_parked = state_.exchange(kNotified, std::memory_order_relaxed) == kParked;
   }
   cv_.notify_one();
+  return was_parked;
 }
 
 void Parker::ParkFor(std::chrono::nanoseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait_for(lock, timeout,
-               [this] { return state_.load(std::memory_order_relaxed) == kNotified; });
+  if (state_.load(std::memory_order_relaxed) != kNotified) {
+    state_.store(kParked, std::memory_order_relaxed);
+    cv_.wait_for(lock, timeout,
+                 [this] { return state_.load(std::memory_order_relaxed) == kNotified; });
+  }
   state_.store(kEmpty, std::memory_order_relaxed);
 }
 #endif

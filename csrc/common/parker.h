@@ -27,7 +27,8 @@ namespace flock {
 
 class Parker {
  public:
-  void Unpark();
+  // True when it woke a parked thread (false: the wake-up is kept for later).
+  bool Unpark();
   void ParkFor(std::chrono::nanoseconds timeout);
   template <typename Clock, typename Duration>
   void ParkUntil(std::chrono::time_point<Clock, Duration> deadline) {

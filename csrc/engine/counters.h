@@ -10,6 +10,7 @@ namespace flock {
 
 struct EngineCounters {
   std::atomic<int64_t> requests{0};           // submitted requests
+  std::atomic<int64_t> submit_wakeups{0};     // submissions that woke the sleeping engine thread
   std::atomic<int64_t> ready_messages{0};     // announcement messages sent to the coordinator
   std::atomic<int64_t> ready_entries{0};      // names announced
   std::atomic<int64_t> cache_hits{0};         // names announced by cache id only
@@ -28,6 +29,7 @@ struct EngineCounters {
 
   std::map<std::string, int64_t> Snapshot() const {
     return {{"requests", requests},
+            {"submit_wakeups", submit_wakeups},
             {"ready_messages", ready_messages},
             {"ready_entries", ready_entries},
             {"cache_hits", cache_hits},

@@ -18,6 +18,10 @@ constexpr int kResponseTag = 2;
 constexpr int kShutdownTag = 3;
 constexpr double kMinSleepUs = 10;
 constexpr double kMaxSleepUs = 1000;
+// While awaiting, each sleep lasts this fraction of the time already waited: a
+// message arriving after W is seen by about W * 1.125, while a long wait still
+// polls only every kMaxSleepUs. (Doubling sleeps could see it only at 2 W.)
+constexpr double kSleepFractionOfWait = 0.125;
 // Longest pause between polls while bytes cross a network: short enough that
 // the socket buffers never run dry (at 10 Gbit/s, 100 us is 125 KB).
 constexpr double kMaxNetworkPollSleepUs = 100;
@@ -92,6 +96,9 @@ void Engine::Shutdown() {
 
 Result<HandleId> Engine::Submit(OpRequest op, TensorView output, std::shared_ptr<void> keep_alive) {
   HandleId handle = 0;
+  // A global op does nothing before its announcement, so it may join a fusion
+  // window the engine sleeps through; a neighbor op may start transfers at once.
+  const bool may_join_window = !IsNeighborOp(op.kind);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!accepting_) return Status::Aborted(refusal_);
@@ -112,7 +119,8 @@ Result<HandleId> Engine::Submit(OpRequest op, TensorView output, std::shared_ptr
   }
   // After unlocking: a woken engine would otherwise block on mutex_ at once,
   // and its wake-up would cost a second futex call.
-  wake_.Unpark();
+  if (!(may_join_window && gathering_.load(std::memory_order_acquire)) && wake_.Unpark())
+    ++counters_.submit_wakeups;
   return handle;
 }
 
@@ -193,8 +201,10 @@ bool Engine::DrainQueue() {
       entry.cache_id = kDoNotCache;
     else if (request.op.kind != OpKind::kAllgather)
       entry.cache_id = cache_.Lookup(name, entry.signature);
-    if (unsent_.empty()) first_unsent_ = Clock::now();
-    last_unsent_ = Clock::now();
+    // Submission times: a request that joined a window while the engine slept
+    // extends it from when it came, not from when the engine woke.
+    if (unsent_.empty()) first_unsent_ = request.submitted;
+    last_unsent_ = std::max(last_unsent_, request.submitted);
     unsent_.push_back(std::move(entry));
     pending_.emplace(name, std::move(request));
   }
@@ -406,8 +416,11 @@ void Engine::Idle(bool did_work) {
     if (!user_signal_.load(std::memory_order_acquire)) wake_.ParkFor(Microseconds(idle_sleep_us_));
     return;
   }
-  const bool awaiting =
-      !pending_.empty() || neighbor_->busy() || (coordinator_ && coordinator_->pending_names() > 0);
+  // Requests still in the fusion window are not awaited: nothing about them is
+  // on its way, and spinning would take the core their submitter needs.
+  const bool awaiting = pending_.size() > unsent_.size() ||
+                        (neighbor_->busy() && !neighbor_->has_unsent()) ||
+                        (coordinator_ && coordinator_->pending_names() > 0);
   if (size_ > 1 && awaiting && now - last_activity_ < kSpinWindow) {
     // A response (or a peer's announcement) is due within microseconds on a
     // shared-memory job: yielding beats any sleep, whose wake-up alone costs
@@ -425,7 +438,10 @@ void Engine::Idle(bool did_work) {
     auto deadline = Clock::time_point::max();
     if (!unsent_.empty()) deadline = AnnounceDeadline();
     if (neighbor_->has_unsent()) deadline = std::min(deadline, neighbor_->flush_deadline());
+    // A submission that still saw gathering_ false has left a wake-up.
+    gathering_.store(true, std::memory_order_release);
     wake_.ParkUntil(deadline);
+    gathering_.store(false, std::memory_order_release);
     return;
   }
   if (!must_poll) {
@@ -434,8 +450,9 @@ void Engine::Idle(bool did_work) {
     wake_.ParkFor(kIdlePollInterval);
     return;
   }
-  idle_sleep_us_ = std::clamp(idle_sleep_us_ * 2, kMinSleepUs, kMaxSleepUs);
-  wake_.ParkFor(Microseconds(idle_sleep_us_));
+  const double waited_us = std::chrono::duration<double, std::micro>(now - last_activity_).count();
+  wake_.ParkFor(
+      Microseconds(std::clamp(waited_us * kSleepFractionOfWait, kMinSleepUs, kMaxSleepUs)));
 }
 
 }  // namespace flock

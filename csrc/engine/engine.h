@@ -98,6 +98,10 @@ class Engine {
   // Set (under mutex_) whenever queue_, stop_requested_ or flush_requested_
   // change, so the polling loop looks at them without taking the lock.
   std::atomic<bool> user_signal_{false};
+  // The engine sleeps through a fusion window: a global op submitted meanwhile
+  // joins it without waking the engine (a wait or the window's end does), so a
+  // burst of nonblocking calls costs no wake-up per call.
+  std::atomic<bool> gathering_{false};
 
   // Engine thread only.
   std::unordered_map<std::string, PendingRequest> pending_;

@@ -65,6 +65,29 @@ TEST(Parker, AnotherThreadWakesASleeper) {
   EXPECT_TRUE(WokenByAnotherThread(parker, [&] { parker.ParkFor(std::chrono::seconds(30)); }));
 }
 
+TEST(Parker, UnparkSaysWhetherItWokeASleeper) {
+  Parker parker;
+  EXPECT_FALSE(parker.Unpark());  // nobody parked: kept
+  EXPECT_FALSE(parker.Unpark());
+  parker.ParkFor(milliseconds(1));  // consumes it
+  std::atomic<bool> stop{false};
+  std::thread sleeper([&] {
+    while (!stop.load()) parker.ParkFor(std::chrono::seconds(1));
+  });
+  // The sleeper parks again after each Unpark it consumed: one Unpark soon
+  // finds it asleep.
+  bool woke = false;
+  for (const auto give_up = Clock::now() + std::chrono::seconds(10);
+       !woke && Clock::now() < give_up;) {
+    std::this_thread::sleep_for(milliseconds(2));
+    woke = parker.Unpark();
+  }
+  stop.store(true);
+  parker.Unpark();
+  sleeper.join();
+  EXPECT_TRUE(woke);
+}
+
 TEST(Parker, NoWakeUpIsLostBetweenCheckAndPark) {
   // Two threads hand a turn back and forth; each checks, then parks with a
   // long timeout. A lost wake-up would stall one hand-off for that timeout.
