@@ -28,6 +28,11 @@ constexpr double kMaxNetworkPollSleepUs = 100;
 // How long after the last activity the loop keeps polling without sleeping
 // while something is in flight.
 constexpr auto kSpinWindow = std::chrono::microseconds(200);
+// How long the loop stays awake after a fusion window opens: a blocking call's
+// wait follows its submission within microseconds, and finding the engine
+// awake saves it a wake-up. A burst of submissions outlasts it and then joins
+// the window without waking the engine.
+constexpr auto kWindowSpin = std::chrono::microseconds(30);
 // How often an engine with nothing in flight looks for neighbours' messages.
 constexpr auto kIdlePollInterval = std::chrono::milliseconds(10);
 // How long a stopping engine waits for the other ranks' neighbour goodbyes.
@@ -416,6 +421,11 @@ void Engine::Idle(bool did_work) {
     if (!user_signal_.load(std::memory_order_acquire)) wake_.ParkFor(Microseconds(idle_sleep_us_));
     return;
   }
+  const bool in_window = !unsent_.empty() || neighbor_->has_unsent();
+  if (!in_window)
+    window_opened_ = Clock::time_point();
+  else if (window_opened_ == Clock::time_point())
+    window_opened_ = now;
   // Requests still in the fusion window are not awaited: nothing about them is
   // on its way, and spinning would take the core their submitter needs.
   const bool awaiting = pending_.size() > unsent_.size() ||
@@ -433,7 +443,11 @@ void Engine::Idle(bool did_work) {
   if (user_signal_.load(std::memory_order_acquire)) return;
   const bool must_poll =
       size_ > 1 && (rank_ == 0 || !pending_.empty() || neighbor_->busy() || shutdown_announced_);
-  if (!unsent_.empty() || neighbor_->has_unsent()) {
+  if (in_window) {
+    if (now - window_opened_ < kWindowSpin) {
+      std::this_thread::yield();
+      return;
+    }
     // Fusion window: sleep until it ends or a thread starts waiting.
     auto deadline = Clock::time_point::max();
     if (!unsent_.empty()) deadline = AnnounceDeadline();

@@ -109,6 +109,7 @@ class Engine {
   bool flush_now_ = false;          // a thread waits: announce unsent_ without waiting for more
   Clock::time_point first_unsent_;  // arrival of the oldest / newest unannounced request
   Clock::time_point last_unsent_;
+  Clock::time_point window_opened_;  // when Idle first saw the current fusion window
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<NeighborExchange> neighbor_;  // neighbor ops: no coordinator
