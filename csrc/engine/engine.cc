@@ -413,10 +413,17 @@ void Engine::Idle(bool did_work) {
     std::this_thread::yield();
     return;
   }
+  if (transfers.any && handles_.has_blocked_waiter()) {
+    // Lanes to other hosts and a thread blocked on a result: move the bytes
+    // as fast as a blocking MPI call would (the TCP transport pushes and
+    // acknowledges fragments only inside MPI calls).
+    std::this_thread::yield();
+    return;
+  }
   if (transfers.any) {
-    // Only lanes to other hosts: bytes arrive at link speed, the kernel's
-    // socket buffers keep them moving between polls, and spinning through a
-    // whole transfer would take a core from training.
+    // Only lanes to other hosts, nobody waiting: bytes arrive at link speed,
+    // the kernel's socket buffers keep them moving between polls, and spinning
+    // through a whole transfer would take a core from training.
     idle_sleep_us_ = std::clamp(idle_sleep_us_ * 2, kMinSleepUs, kMaxNetworkPollSleepUs);
     if (!user_signal_.load(std::memory_order_acquire)) wake_.ParkFor(Microseconds(idle_sleep_us_));
     return;

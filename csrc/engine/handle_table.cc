@@ -79,6 +79,13 @@ Result<Completion> HandleTable::Wait(HandleId id, std::chrono::milliseconds poll
   // One parker per waiting thread, shared with the entries it waits on so a
   // late wake-up never touches a thread that is gone.
   thread_local const std::shared_ptr<Parker> parker = std::make_shared<Parker>();
+  // Counted from the listener call on, until this function returns.
+  struct BlockedWaiter {
+    std::atomic<int>* count = nullptr;
+    ~BlockedWaiter() {
+      if (count) count->fetch_sub(1, std::memory_order_relaxed);
+    }
+  } blocked;
   std::unique_lock<std::mutex> lock(mutex_);
   bool listener_told = false;
   while (true) {
@@ -89,14 +96,18 @@ Result<Completion> HandleTable::Wait(HandleId id, std::chrono::milliseconds poll
       entries_.erase(it);
       return completion;
     }
-    if (!listener_told && on_wait_) {
-      // Only a wait that will block tells the engine (which then stops
-      // batching); collecting a finished handle must not wake it.
+    if (!listener_told) {
+      // Only a wait that will block counts and tells the engine (which then
+      // stops batching); collecting a finished handle must not wake it.
       listener_told = true;
-      lock.unlock();
-      on_wait_();
-      lock.lock();
-      continue;
+      blocked.count = &blocked_waiters_;
+      blocked_waiters_.fetch_add(1, std::memory_order_relaxed);
+      if (on_wait_) {
+        lock.unlock();
+        on_wait_();
+        lock.lock();
+        continue;
+      }
     }
     Waiters& waiters = it->second.waiters;
     if (std::find(waiters.begin(), waiters.end(), parker) == waiters.end())

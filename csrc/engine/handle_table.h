@@ -8,6 +8,7 @@
 // engine's.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -55,6 +56,8 @@ class HandleTable {
                           const std::function<Status()>& interrupted);
   // Called whenever a thread starts waiting (the engine stops batching).
   void SetWaitListener(std::function<void()> listener) { on_wait_ = std::move(listener); }
+  // True while some thread is blocked in Wait on an unfinished handle.
+  bool has_blocked_waiter() const { return blocked_waiters_.load(std::memory_order_relaxed) > 0; }
 
   size_t size() const;
 
@@ -73,6 +76,7 @@ class HandleTable {
   std::unordered_map<HandleId, Entry> entries_;
   HandleId next_id_ = 1;
   std::function<void()> on_wait_;
+  std::atomic<int> blocked_waiters_{0};
 };
 
 }  // namespace flock

@@ -1,0 +1,64 @@
+// HandleTable: completion hands results back, and the engine can tell when a
+// thread is blocked on an unfinished handle.
+#include "engine/handle_table.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace flock {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Polls `condition` for up to 10 s.
+template <typename Condition>
+bool Eventually(Condition condition) {
+  for (const auto give_up = Clock::now() + std::chrono::seconds(10); Clock::now() < give_up;) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return condition();
+}
+
+TEST(HandleTable, ABlockedWaiterIsVisibleUntilItsHandleCompletes) {
+  HandleTable table;
+  std::atomic<int> listener_calls{0};
+  table.SetWaitListener([&] { ++listener_calls; });
+  const HandleId id = table.Create(nullptr);
+  EXPECT_FALSE(table.has_blocked_waiter());
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    auto completion = table.Wait(id, milliseconds(100), nullptr);
+    EXPECT_TRUE(completion.ok());
+    EXPECT_TRUE(completion.value().status.ok());
+    returned = true;
+  });
+  EXPECT_TRUE(Eventually([&] { return table.has_blocked_waiter(); }));
+  EXPECT_FALSE(returned.load());
+  table.Complete(id, Status::OK());
+  waiter.join();
+  EXPECT_TRUE(returned.load());
+  EXPECT_FALSE(table.has_blocked_waiter());
+  EXPECT_EQ(listener_calls.load(), 1);
+}
+
+TEST(HandleTable, CollectingAFinishedHandleNeitherBlocksNorTellsTheEngine) {
+  HandleTable table;
+  std::atomic<int> listener_calls{0};
+  table.SetWaitListener([&] { ++listener_calls; });
+  const HandleId id = table.Create(nullptr);
+  table.Complete(id, Status::Aborted("done early"));
+  auto completion = table.Wait(id, milliseconds(100), nullptr);
+  ASSERT_TRUE(completion.ok());
+  EXPECT_FALSE(completion.value().status.ok());
+  EXPECT_EQ(listener_calls.load(), 0);
+  EXPECT_FALSE(table.has_blocked_waiter());
+  EXPECT_FALSE(table.Wait(id, milliseconds(100), nullptr).ok());  // already collected
+}
+
+}  // namespace
+}  // namespace flock
