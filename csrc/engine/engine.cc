@@ -120,11 +120,11 @@ Result<HandleId> Engine::Submit(OpRequest op, TensorView output, std::shared_ptr
     handle = request.handle;
     queue_.push_back(std::move(request));
     ++counters_.requests;
-    user_signal_.store(true, std::memory_order_release);
+    user_signal_.store(true, std::memory_order_seq_cst);  // see gathering_
   }
   // After unlocking: a woken engine would otherwise block on mutex_ at once,
   // and its wake-up would cost a second futex call.
-  if (!(may_join_window && gathering_.load(std::memory_order_acquire)) && wake_.Unpark())
+  if (!(may_join_window && gathering_.load(std::memory_order_seq_cst)) && wake_.Unpark())
     ++counters_.submit_wakeups;
   return handle;
 }
@@ -174,7 +174,7 @@ bool Engine::Step() {
 
 bool Engine::DrainQueue() {
   // Nothing new from user threads: skip the lock they take to submit.
-  if (!user_signal_.load(std::memory_order_acquire)) return false;
+  if (!user_signal_.load(std::memory_order_seq_cst)) return false;  // see gathering_
   std::vector<PendingRequest> arrived;
   bool stop = false;
   {
@@ -401,6 +401,11 @@ Clock::time_point Engine::AnnounceDeadline() const {
 
 void Engine::Idle(bool did_work) {
   const auto now = Clock::now();
+  const bool in_window = !unsent_.empty() || neighbor_->has_unsent();
+  if (!in_window)
+    window_opened_ = Clock::time_point();
+  else if (window_opened_ == Clock::time_point())
+    window_opened_ = now;
   if (did_work || (finished_ && neighbor_->done())) {
     idle_sleep_us_ = 0;
     last_activity_ = now;
@@ -416,7 +421,9 @@ void Engine::Idle(bool did_work) {
   if (transfers.any && handles_.has_blocked_waiter()) {
     // Lanes to other hosts and a thread blocked on a result: move the bytes
     // as fast as a blocking MPI call would (the TCP transport pushes and
-    // acknowledges fragments only inside MPI calls).
+    // acknowledges fragments only inside MPI calls). Any blocked thread
+    // counts, even one waiting on another op: cheaper to ask than to track,
+    // and a thread that waits is not computing.
     std::this_thread::yield();
     return;
   }
@@ -428,16 +435,13 @@ void Engine::Idle(bool did_work) {
     if (!user_signal_.load(std::memory_order_acquire)) wake_.ParkFor(Microseconds(idle_sleep_us_));
     return;
   }
-  const bool in_window = !unsent_.empty() || neighbor_->has_unsent();
-  if (!in_window)
-    window_opened_ = Clock::time_point();
-  else if (window_opened_ == Clock::time_point())
-    window_opened_ = now;
   // Requests still in the fusion window are not awaited: nothing about them is
-  // on its way, and spinning would take the core their submitter needs.
-  const bool awaiting = pending_.size() > unsent_.size() ||
-                        (neighbor_->busy() && !neighbor_->has_unsent()) ||
-                        (coordinator_ && coordinator_->pending_names() > 0);
+  // on its way, and spinning would take the core their submitter needs. (A
+  // blocked thread has flushed the window; neighbor calls then count again.)
+  const bool awaiting =
+      pending_.size() > unsent_.size() ||
+      (neighbor_->busy() && (!neighbor_->has_unsent() || handles_.has_blocked_waiter())) ||
+      (coordinator_ && coordinator_->pending_names() > 0);
   if (size_ > 1 && awaiting && now - last_activity_ < kSpinWindow) {
     // A response (or a peer's announcement) is due within microseconds on a
     // shared-memory job: yielding beats any sleep, whose wake-up alone costs
@@ -446,8 +450,9 @@ void Engine::Idle(bool did_work) {
     return;
   }
   // A request, a wait or a stop since the last Step: no sleep. One arriving
-  // after this check leaves the parker a wake-up, so none is lost.
-  if (user_signal_.load(std::memory_order_acquire)) return;
+  // after this check leaves the parker a wake-up (except a global op joining
+  // the window below, which waits for the window's end or a wait by design).
+  if (user_signal_.load(std::memory_order_seq_cst)) return;
   const bool must_poll =
       size_ > 1 && (rank_ == 0 || !pending_.empty() || neighbor_->busy() || shutdown_announced_);
   if (in_window) {
@@ -460,9 +465,12 @@ void Engine::Idle(bool did_work) {
     if (!unsent_.empty()) deadline = AnnounceDeadline();
     if (neighbor_->has_unsent()) deadline = std::min(deadline, neighbor_->flush_deadline());
     // A submission that still saw gathering_ false has left a wake-up.
-    gathering_.store(true, std::memory_order_release);
+    // Sequentially consistent with user_signal_: a submitter that still sees
+    // gathering_ set must not race with an engine that cleared it and then
+    // misses the submitter's user_signal_ (a Dekker pair).
+    gathering_.store(true, std::memory_order_seq_cst);
     wake_.ParkUntil(deadline);
-    gathering_.store(false, std::memory_order_release);
+    gathering_.store(false, std::memory_order_seq_cst);
     return;
   }
   if (!must_poll) {

@@ -7,17 +7,19 @@
 // queued (submitted, not yet seen by the engine) -> negotiating (announced,
 // waiting for every rank) -> executing -> done (handle completed).
 //
-// Waiting without spinning: with nothing in flight a worker sleeps on a
-// condition variable until a request arrives; while it waits for a response,
-// and on the coordinator (which must hear other ranks at any time), the loop
-// polls — without sleeping for 200 us after the last activity while a
-// response is due, then with a back-off that doubles from 10 us up to 1 ms —
-// and starts over as soon as anything happens. Neighbor lanes in flight:
-// polled without sleeping when the peer is on this host (shared memory moves
-// only inside MPI calls), every 10-100 us when it is on another host (the
-// socket buffers carry the bytes between polls). Fusion: an announcement waits until no request
-// has arrived for FLOCK_CYCLE_TIME_MS (at most ten cycles in all), unless a
-// thread is already waiting for one of its requests.
+// Waiting without spinning: with nothing in flight a worker sleeps on its
+// Parker until a request arrives; while it waits for a response, and on the
+// coordinator (which must hear other ranks at any time), the loop polls —
+// without sleeping for 200 us after the last activity while a response is
+// due, then sleeping an eighth of the time waited so far (10 us to 1 ms).
+// Neighbor lanes in flight: polled without sleeping when the peer is on this
+// host (shared memory moves only inside MPI calls) or when a thread is blocked
+// on a result; otherwise every 10-100 us for a peer on another host (the
+// socket buffers carry the bytes between polls). Fusion: an announcement waits
+// until no request has arrived for FLOCK_CYCLE_TIME_MS (at most ten cycles in
+// all), unless a thread is already waiting for one of its requests; the engine
+// sleeps through that window, and global ops submitted meanwhile join it
+// without waking the engine.
 #pragma once
 
 #include <atomic>

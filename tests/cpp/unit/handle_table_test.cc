@@ -33,9 +33,9 @@ TEST(HandleTable, ABlockedWaiterIsVisibleUntilItsHandleCompletes) {
   std::atomic<bool> returned{false};
   std::thread waiter([&] {
     auto completion = table.Wait(id, milliseconds(100), nullptr);
-    EXPECT_TRUE(completion.ok());
-    EXPECT_TRUE(completion.value().status.ok());
     returned = true;
+    ASSERT_TRUE(completion.ok());
+    EXPECT_TRUE(completion.value().status.ok());
   });
   EXPECT_TRUE(Eventually([&] { return table.has_blocked_waiter(); }));
   EXPECT_FALSE(returned.load());
@@ -44,6 +44,24 @@ TEST(HandleTable, ABlockedWaiterIsVisibleUntilItsHandleCompletes) {
   EXPECT_TRUE(returned.load());
   EXPECT_FALSE(table.has_blocked_waiter());
   EXPECT_EQ(listener_calls.load(), 1);
+}
+
+TEST(HandleTable, AnInterruptedWaitStopsCountingAsBlocked) {
+  HandleTable table;
+  const HandleId id = table.Create(nullptr);
+  std::atomic<bool> interrupt{false};
+  std::thread waiter([&] {
+    auto completion = table.Wait(id, milliseconds(1), [&] {
+      return interrupt.load() ? Status::Aborted("interrupted") : Status::OK();
+    });
+    EXPECT_FALSE(completion.ok());
+  });
+  EXPECT_TRUE(Eventually([&] { return table.has_blocked_waiter(); }));
+  interrupt = true;
+  waiter.join();
+  EXPECT_FALSE(table.has_blocked_waiter());
+  table.Complete(id, Status::OK());  // the handle is still there to finish and collect
+  EXPECT_TRUE(table.Wait(id, milliseconds(100), nullptr).ok());
 }
 
 TEST(HandleTable, CollectingAFinishedHandleNeitherBlocksNorTellsTheEngine) {

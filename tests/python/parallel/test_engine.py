@@ -76,8 +76,9 @@ def test_hundred_small_tensors_travel_in_at_most_two_batches(size):
 
 def test_a_burst_of_nonblocking_calls_wakes_the_engine_once(size):
     # Requests submitted while the engine sleeps through its fusion window join
-    # it without a wake-up each. A rank descheduled for longer than the window
-    # may see a few more, so the claim gets three attempts.
+    # it without a wake-up each (one wake-up per call would be ~25-100). A rank
+    # descheduled for longer than the window may see a few more, so the bound
+    # is 10 and the claim gets three attempts.
     counts = []
     for attempt in range(3):
         tensors = [torch.ones(256) for _ in range(100)]
@@ -90,7 +91,7 @@ def test_a_burst_of_nonblocking_calls_wakes_the_engine_once(size):
         assert all(t[0].item() == size for t in tensors)
         counts.append(wakeups)
         worst = bf.allreduce(torch.tensor([wakeups]), op="max", name="burst.check").item()
-        if worst <= 5:
+        if worst <= 10:
             return
     pytest.fail("100 nonblocking submissions woke the engine {} times on this rank in 3 attempts"
                 .format(counts))
