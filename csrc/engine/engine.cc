@@ -412,18 +412,13 @@ void Engine::Idle(bool did_work) {
     return;
   }
   const NeighborExchange::Transfers transfers = neighbor_->transfers();
-  if (transfers.on_this_host) {
-    // Lanes move only while MPI is polled (large shared-memory messages go
-    // fragment by fragment): keep polling as a blocking MPI call would.
-    std::this_thread::yield();
-    return;
-  }
-  if (transfers.any && handles_.has_blocked_waiter()) {
-    // Lanes to other hosts and a thread blocked on a result: move the bytes
-    // as fast as a blocking MPI call would (the TCP transport pushes and
-    // acknowledges fragments only inside MPI calls). Any blocked thread
-    // counts, even one waiting on another op: cheaper to ask than to track,
-    // and a thread that waits is not computing.
+  if (transfers.on_this_host || (transfers.any && handles_.has_blocked_waiter())) {
+    // Lanes move only while MPI is polled: large shared-memory messages go
+    // fragment by fragment, and the TCP transport pushes and acknowledges
+    // fragments only inside MPI calls. Keep polling as a blocking MPI call
+    // would, on this host always, across hosts while a thread is blocked on a
+    // result (any blocked thread: cheaper to ask than to track, and a thread
+    // that waits is not computing).
     std::this_thread::yield();
     return;
   }

@@ -16,7 +16,6 @@
 namespace flock {
 namespace {
 
-
 Config TestConfig() {
   Config config;
   config.cycle_time_ms = 2.0;

@@ -8,21 +8,12 @@
 #include <chrono>
 #include <thread>
 
+#include "../support/eventually.h"
+
 namespace flock {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-// Polls `condition` for up to 10 s.
-template <typename Condition>
-bool Eventually(Condition condition) {
-  for (const auto give_up = Clock::now() + std::chrono::seconds(10); Clock::now() < give_up;) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  return condition();
-}
 
 TEST(HandleTable, ABlockedWaiterIsVisibleUntilItsHandleCompletes) {
   HandleTable table;

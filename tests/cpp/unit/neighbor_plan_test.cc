@@ -153,8 +153,8 @@ TEST(OpSteps, HierarchicalStepsSpreadMachineTrafficOverLocalRanks) {
   EXPECT_DOUBLE_EQ(scatter.recvs[0].weight, 0.5);
   const ExchangeStep& exchange = steps[1];
   ASSERT_EQ(exchange.sends.size(), 2u);
-  EXPECT_EQ(exchange.sends[0].peer, 1);  // local rank 1 of machine 0
-  EXPECT_EQ(exchange.sends[1].peer, 5);  // local rank 1 of machine 2
+  EXPECT_EQ(exchange.sends[0].peer, 1);   // local rank 1 of machine 0
+  EXPECT_EQ(exchange.sends[1].peer, 5);   // local rank 1 of machine 2
   EXPECT_EQ(exchange.sends[0].count, 5);  // only this rank's slice crosses machines
   EXPECT_FALSE(exchange.check);
   const ExchangeStep& gather = steps[2];

@@ -41,7 +41,8 @@ HandleId SubmitNeighbor(Engine& engine, const std::string& name, std::vector<dou
                         std::vector<double>& out, const NeighborPlan& plan,
                         DataType dtype = DataType::kFloat64) {
   const int64_t count = static_cast<int64_t>(in.size());
-  OpRequest op = MakeRequest(OpKind::kNeighborAllreduce, name, TensorView{in.data(), dtype, {count}});
+  OpRequest op =
+      MakeRequest(OpKind::kNeighborAllreduce, name, TensorView{in.data(), dtype, {count}});
   op.steps = std::make_shared<const std::vector<ExchangeStep>>(
       std::vector<ExchangeStep>{NeighborAllreduceStep(plan, count, {count})});
   auto handle = engine.Submit(std::move(op), TensorView{out.data(), dtype, {count}}, nullptr);
@@ -60,36 +61,42 @@ class NeighborRing : public ::testing::TestWithParam<RingCase> {};
 
 TEST_P(NeighborRing, MatchesTheDenseMixing) {
   const RingCase c = GetParam();
-  OnRanks(c.size, [&](int rank, Engine& engine) {
-    const int n = c.size;
-    const int left = (rank + n - 1) % n, right = (rank + 1) % n;
-    std::vector<NeighborRecv> src;
-    std::vector<int> dst;
-    if (n > 1) {
-      src = {{left, 1.0 / 3}, {right, 1.0 / 3}};
-      dst = {left, right};
-      if (left == right) src = {{left, 2.0 / 3}}, dst = {left};  // n == 2
-    }
-    const double self = n > 1 ? 1.0 / 3 : 1.0;
-    std::vector<double> in(static_cast<size_t>(c.count)), out(in.size(), -1);
-    for (int64_t k = 0; k < c.count; ++k) in[static_cast<size_t>(k)] = rank + k / 1000.0;
-    const std::vector<double> original = in;
-    HandleId h = SubmitNeighbor(engine, "ring", in, out, Plan(self, src, dst));
-    const Status status = WaitFor(engine, h);
-    ASSERT_TRUE(status.ok()) << "rank " << rank << ": " << status.ToString();
-    EXPECT_EQ(in, original);  // never modified
-    // Reference: out = Σ_j W[j][rank] x_j, W from the ring definition.
-    for (int64_t k = 0; k < c.count; k += std::max<int64_t>(1, c.count / 7)) {
-      double expected = 0;
-      for (int j = 0; j < n; ++j) {
-        double w = 0;
-        if (j == rank) w = self;
-        else if (n > 1 && (j == left || j == right)) w = n == 2 ? 2.0 / 3 : 1.0 / 3;
-        expected += w * (j + k / 1000.0);
-      }
-      ASSERT_NEAR(out[static_cast<size_t>(k)], expected, 1e-12) << "rank " << rank << " k " << k;
-    }
-  }, c.inline_bytes);
+  OnRanks(
+      c.size,
+      [&](int rank, Engine& engine) {
+        const int n = c.size;
+        const int left = (rank + n - 1) % n, right = (rank + 1) % n;
+        std::vector<NeighborRecv> src;
+        std::vector<int> dst;
+        if (n > 1) {
+          src = {{left, 1.0 / 3}, {right, 1.0 / 3}};
+          dst = {left, right};
+          if (left == right) src = {{left, 2.0 / 3}}, dst = {left};  // n == 2
+        }
+        const double self = n > 1 ? 1.0 / 3 : 1.0;
+        std::vector<double> in(static_cast<size_t>(c.count)), out(in.size(), -1);
+        for (int64_t k = 0; k < c.count; ++k) in[static_cast<size_t>(k)] = rank + k / 1000.0;
+        const std::vector<double> original = in;
+        HandleId h = SubmitNeighbor(engine, "ring", in, out, Plan(self, src, dst));
+        const Status status = WaitFor(engine, h);
+        ASSERT_TRUE(status.ok()) << "rank " << rank << ": " << status.ToString();
+        EXPECT_EQ(in, original);  // never modified
+        // Reference: out = Σ_j W[j][rank] x_j, W from the ring definition.
+        for (int64_t k = 0; k < c.count; k += std::max<int64_t>(1, c.count / 7)) {
+          double expected = 0;
+          for (int j = 0; j < n; ++j) {
+            double w = 0;
+            if (j == rank)
+              w = self;
+            else if (n > 1 && (j == left || j == right))
+              w = n == 2 ? 2.0 / 3 : 1.0 / 3;
+            expected += w * (j + k / 1000.0);
+          }
+          ASSERT_NEAR(out[static_cast<size_t>(k)], expected, 1e-12)
+              << "rank " << rank << " k " << k;
+        }
+      },
+      c.inline_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(SizesAndLanes, NeighborRing,
@@ -98,114 +105,137 @@ INSTANTIATE_TEST_SUITE_P(SizesAndLanes, NeighborRing,
                                            RingCase{4, 0, 1 << 16}, RingCase{4, 100000, 1024}));
 
 TEST(NeighborThreads, AnyOrderManyNamesFusedPerPeer) {
-  OnRanks(3, [&](int rank, Engine& engine) {
-    const int n = 3, next = (rank + 1) % n, prev = (rank + 2) % n;
-    std::vector<int> order(40);
-    for (int i = 0; i < 40; ++i) order[static_cast<size_t>(i)] = i;
-    std::shuffle(order.begin(), order.end(), std::mt19937(rank + 11));
-    std::vector<std::vector<double>> in(40), out(40);
-    std::vector<HandleId> handles(40);
-    const int64_t messages_before = engine.counters().neighbor_messages;
-    for (int i : order) {
-      in[static_cast<size_t>(i)].assign(4, rank * 100.0 + i);
-      out[static_cast<size_t>(i)].assign(4, 0);
-      handles[static_cast<size_t>(i)] =
-          SubmitNeighbor(engine, "t" + std::to_string(i), in[static_cast<size_t>(i)],
-                         out[static_cast<size_t>(i)], Plan(0.5, {{prev, 0.5}}, {next}));
-    }
-    for (int i = 0; i < 40; ++i) {
-      ASSERT_TRUE(WaitFor(engine, handles[static_cast<size_t>(i)]).ok());
-      EXPECT_DOUBLE_EQ(out[static_cast<size_t>(i)][0], 0.5 * (rank * 100.0 + i) + 0.5 * (prev * 100.0 + i));
-    }
-    // Data and notices to the one peer travel together: far fewer messages than tensors.
-    EXPECT_LE(engine.counters().neighbor_messages - messages_before, 20);
-  }, 1 << 16);
+  OnRanks(
+      3,
+      [&](int rank, Engine& engine) {
+        const int n = 3, next = (rank + 1) % n, prev = (rank + 2) % n;
+        std::vector<int> order(40);
+        for (int i = 0; i < 40; ++i) order[static_cast<size_t>(i)] = i;
+        std::shuffle(order.begin(), order.end(), std::mt19937(rank + 11));
+        std::vector<std::vector<double>> in(40), out(40);
+        std::vector<HandleId> handles(40);
+        const int64_t messages_before = engine.counters().neighbor_messages;
+        for (int i : order) {
+          in[static_cast<size_t>(i)].assign(4, rank * 100.0 + i);
+          out[static_cast<size_t>(i)].assign(4, 0);
+          handles[static_cast<size_t>(i)] =
+              SubmitNeighbor(engine, "t" + std::to_string(i), in[static_cast<size_t>(i)],
+                             out[static_cast<size_t>(i)], Plan(0.5, {{prev, 0.5}}, {next}));
+        }
+        for (int i = 0; i < 40; ++i) {
+          ASSERT_TRUE(WaitFor(engine, handles[static_cast<size_t>(i)]).ok());
+          EXPECT_DOUBLE_EQ(out[static_cast<size_t>(i)][0],
+                           0.5 * (rank * 100.0 + i) + 0.5 * (prev * 100.0 + i));
+        }
+        // Data and notices to the one peer travel together: far fewer messages than tensors.
+        EXPECT_LE(engine.counters().neighbor_messages - messages_before, 20);
+      },
+      1 << 16);
 }
 
 TEST(NeighborThreads, UnexpectedSenderFailsBothRanksAndTheNextCallWorks) {
-  OnRanks(2, [&](int rank, Engine& engine) {
-    std::vector<double> in(3, rank), out(3);
-    // Rank 1 sends to 0, but rank 0 does not receive from 1.
-    NeighborPlan plan = rank == 0 ? Plan(1.0, {}, {}) : Plan(1.0, {}, {0});
-    Status status = WaitFor(engine, SubmitNeighbor(engine, "bad", in, out, plan));
-    // Rank 0's call needs no one and may end first; the sender, waiting for
-    // rank 0's confirmation, is told its data was not expected.
-    if (rank == 1) {
-      EXPECT_EQ(status.code(), StatusCode::kMismatch) << status.ToString();
-      EXPECT_NE(status.message().find("does not receive from it"), std::string::npos);
-    }
-    NeighborPlan ok = Plan(0.5, {{1 - rank, 0.5}}, {1 - rank});
-    EXPECT_TRUE(WaitFor(engine, SubmitNeighbor(engine, "good", in, out, ok)).ok());
-    EXPECT_DOUBLE_EQ(out[0], 0.5);
-  }, 1 << 16);
+  OnRanks(
+      2,
+      [&](int rank, Engine& engine) {
+        std::vector<double> in(3, rank), out(3);
+        // Rank 1 sends to 0, but rank 0 does not receive from 1.
+        NeighborPlan plan = rank == 0 ? Plan(1.0, {}, {}) : Plan(1.0, {}, {0});
+        Status status = WaitFor(engine, SubmitNeighbor(engine, "bad", in, out, plan));
+        // Rank 0's call needs no one and may end first; the sender, waiting for
+        // rank 0's confirmation, is told its data was not expected.
+        if (rank == 1) {
+          EXPECT_EQ(status.code(), StatusCode::kMismatch) << status.ToString();
+          EXPECT_NE(status.message().find("does not receive from it"), std::string::npos);
+        }
+        NeighborPlan ok = Plan(0.5, {{1 - rank, 0.5}}, {1 - rank});
+        EXPECT_TRUE(WaitFor(engine, SubmitNeighbor(engine, "good", in, out, ok)).ok());
+        EXPECT_DOUBLE_EQ(out[0], 0.5);
+      },
+      1 << 16);
 }
 
 TEST(NeighborThreads, MissingSenderFailsTheReceiverInsteadOfHanging) {
-  OnRanks(2, [&](int rank, Engine& engine) {
-    std::vector<double> in(3, rank), out(3);
-    // Rank 0 expects rank 1's tensor; rank 1 sends nothing.
-    NeighborPlan plan = rank == 0 ? Plan(0.5, {{1, 0.5}}, {}) : Plan(1.0, {}, {});
-    Status status = WaitFor(engine, SubmitNeighbor(engine, "lonely", in, out, plan));
-    if (rank == 0) {
-      EXPECT_EQ(status.code(), StatusCode::kMismatch) << status.ToString();
-      // Rank 1 read the notice after its call ended, or during it: either way it says so.
-      EXPECT_NE(status.message().find("rank 0 expects a tensor from rank 1"), std::string::npos)
-          << status.message();
-    }
-    // Keeps rank 1 from shutting down before it has read rank 0's notice.
-    NeighborPlan ok = Plan(0.5, {{1 - rank, 0.5}}, {1 - rank});
-    EXPECT_TRUE(WaitFor(engine, SubmitNeighbor(engine, "after", in, out, ok)).ok());
-  }, 1 << 16);
+  OnRanks(
+      2,
+      [&](int rank, Engine& engine) {
+        std::vector<double> in(3, rank), out(3);
+        // Rank 0 expects rank 1's tensor; rank 1 sends nothing.
+        NeighborPlan plan = rank == 0 ? Plan(0.5, {{1, 0.5}}, {}) : Plan(1.0, {}, {});
+        Status status = WaitFor(engine, SubmitNeighbor(engine, "lonely", in, out, plan));
+        if (rank == 0) {
+          EXPECT_EQ(status.code(), StatusCode::kMismatch) << status.ToString();
+          // Rank 1 read the notice after its call ended, or during it: either way it says so.
+          EXPECT_NE(status.message().find("rank 0 expects a tensor from rank 1"), std::string::npos)
+              << status.message();
+        }
+        // Keeps rank 1 from shutting down before it has read rank 0's notice.
+        NeighborPlan ok = Plan(0.5, {{1 - rank, 0.5}}, {1 - rank});
+        EXPECT_TRUE(WaitFor(engine, SubmitNeighbor(engine, "after", in, out, ok)).ok());
+      },
+      1 << 16);
 }
 
 TEST(NeighborThreads, ARankThatShutsDownLeavesNoPeerWaiting) {
-  OnRanks(3, [&](int rank, Engine& engine) {
-    std::vector<double> in(3, rank), out(3);
-    if (rank == 0) {  // expects ranks 1 and 2; rank 2 shuts down without calling
-      Status status =
-          WaitFor(engine, SubmitNeighbor(engine, "x", in, out, Plan(0.5, {{1, 0.25}, {2, 0.25}}, {})));
-      EXPECT_EQ(status.code(), StatusCode::kAborted) << status.ToString();
-      EXPECT_NE(status.message().find("rank 2 shut down"), std::string::npos) << status.message();
-    } else if (rank == 1) {
-      EXPECT_TRUE(WaitFor(engine, SubmitNeighbor(engine, "x", in, out, Plan(1.0, {}, {0}))).ok());
-    }
-  }, 1 << 16);
+  OnRanks(
+      3,
+      [&](int rank, Engine& engine) {
+        std::vector<double> in(3, rank), out(3);
+        if (rank == 0) {  // expects ranks 1 and 2; rank 2 shuts down without calling
+          Status status = WaitFor(
+              engine, SubmitNeighbor(engine, "x", in, out, Plan(0.5, {{1, 0.25}, {2, 0.25}}, {})));
+          EXPECT_EQ(status.code(), StatusCode::kAborted) << status.ToString();
+          EXPECT_NE(status.message().find("rank 2 shut down"), std::string::npos)
+              << status.message();
+        } else if (rank == 1) {
+          EXPECT_TRUE(
+              WaitFor(engine, SubmitNeighbor(engine, "x", in, out, Plan(1.0, {}, {0}))).ok());
+        }
+      },
+      1 << 16);
 }
 
 TEST(NeighborThreads, DataSentBeforeShutdownStillCompletesTheReceiver) {
   // Rank 1 sends (inline and in a lane) without the topology check and shuts
   // down at once; rank 0 calls only afterwards and still gets both tensors.
-  OnRanks(2, [&](int rank, Engine& engine) {
-    std::vector<double> small(4, rank + 1.0), big(5000, rank + 1.0), out_small(4), out_big(5000);
-    const NeighborPlan plan =
-        rank == 0 ? Plan(0.5, {{1, 0.5}}, {}, false) : Plan(1.0, {}, {0}, false);
-    if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    HandleId a = SubmitNeighbor(engine, "small", small, out_small, plan);
-    HandleId b = SubmitNeighbor(engine, "big", big, out_big, plan);
-    ASSERT_TRUE(WaitFor(engine, a).ok());
-    ASSERT_TRUE(WaitFor(engine, b).ok());
-    if (rank == 0) {
-      EXPECT_DOUBLE_EQ(out_small[3], 1.5);
-      EXPECT_DOUBLE_EQ(out_big[4999], 1.5);
-    }
-  }, 1024);
+  OnRanks(
+      2,
+      [&](int rank, Engine& engine) {
+        std::vector<double> small(4, rank + 1.0), big(5000, rank + 1.0), out_small(4),
+            out_big(5000);
+        const NeighborPlan plan =
+            rank == 0 ? Plan(0.5, {{1, 0.5}}, {}, false) : Plan(1.0, {}, {0}, false);
+        if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        HandleId a = SubmitNeighbor(engine, "small", small, out_small, plan);
+        HandleId b = SubmitNeighbor(engine, "big", big, out_big, plan);
+        ASSERT_TRUE(WaitFor(engine, a).ok());
+        ASSERT_TRUE(WaitFor(engine, b).ok());
+        if (rank == 0) {
+          EXPECT_DOUBLE_EQ(out_small[3], 1.5);
+          EXPECT_DOUBLE_EQ(out_big[4999], 1.5);
+        }
+      },
+      1024);
 }
 
 TEST(NeighborThreads, DtypeMismatchFailsBothRanks) {
-  OnRanks(2, [&](int rank, Engine& engine) {
-    std::vector<double> in(4, 1.0), out(4);
-    // Rank 1 describes its buffer as 8 float32s of the same bytes: a different dtype and shape.
-    const DataType dtype = rank == 0 ? DataType::kFloat64 : DataType::kFloat32;
-    const int64_t count = rank == 0 ? 4 : 8;
-    OpRequest op = MakeRequest(OpKind::kNeighborAllreduce, "m", TensorView{in.data(), dtype, {count}});
-    op.steps = std::make_shared<const std::vector<ExchangeStep>>(std::vector<ExchangeStep>{
-        NeighborAllreduceStep(Plan(0.5, {{1 - rank, 0.5}}, {1 - rank}), count, {count})});
-    auto h = engine.Submit(std::move(op), TensorView{out.data(), dtype, {count}}, nullptr);
-    ASSERT_TRUE(h.ok());
-    Status status = WaitFor(engine, h.value());
-    EXPECT_EQ(status.code(), StatusCode::kMismatch) << status.ToString();
-    EXPECT_NE(status.message().find("dtype differs"), std::string::npos) << status.message();
-  }, 1 << 16);
+  OnRanks(
+      2,
+      [&](int rank, Engine& engine) {
+        std::vector<double> in(4, 1.0), out(4);
+        // Rank 1 describes its buffer as 8 float32s of the same bytes: a different dtype and shape.
+        const DataType dtype = rank == 0 ? DataType::kFloat64 : DataType::kFloat32;
+        const int64_t count = rank == 0 ? 4 : 8;
+        OpRequest op =
+            MakeRequest(OpKind::kNeighborAllreduce, "m", TensorView{in.data(), dtype, {count}});
+        op.steps = std::make_shared<const std::vector<ExchangeStep>>(std::vector<ExchangeStep>{
+            NeighborAllreduceStep(Plan(0.5, {{1 - rank, 0.5}}, {1 - rank}), count, {count})});
+        auto h = engine.Submit(std::move(op), TensorView{out.data(), dtype, {count}}, nullptr);
+        ASSERT_TRUE(h.ok());
+        Status status = WaitFor(engine, h.value());
+        EXPECT_EQ(status.code(), StatusCode::kMismatch) << status.ToString();
+        EXPECT_NE(status.message().find("dtype differs"), std::string::npos) << status.message();
+      },
+      1 << 16);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <thread>
 
+#include "../support/eventually.h"
+
 namespace flock {
 namespace {
 
@@ -76,12 +78,7 @@ TEST(Parker, UnparkSaysWhetherItWokeASleeper) {
   });
   // The sleeper parks again after each Unpark it consumed: one Unpark soon
   // finds it asleep.
-  bool woke = false;
-  for (const auto give_up = Clock::now() + std::chrono::seconds(10);
-       !woke && Clock::now() < give_up;) {
-    std::this_thread::sleep_for(milliseconds(2));
-    woke = parker.Unpark();
-  }
+  const bool woke = Eventually([&] { return parker.Unpark(); });
   stop.store(true);
   parker.Unpark();
   sleeper.join();

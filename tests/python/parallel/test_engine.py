@@ -53,48 +53,50 @@ def test_mixed_ops_in_any_order(rank, size):
             assert got[::2].tolist() == [float(r + i) for r in range(size)]
 
 
-def test_hundred_small_tensors_travel_in_at_most_two_batches(size):
-    # Fusion depends on timing: a rank descheduled for longer than the fusion
-    # window in the middle of its submissions splits them. So the claim is
-    # checked on up to three attempts, and every rank must see it hold.
+def _burst_of_small_allreduces(size, prefix, numel):
+    """100 nonblocking sum allreduces, then synchronized and checked; returns the
+    engine counters' increase (submit_wakeups up to the last submission,
+    batches up to the last synchronize)."""
+    tensors = [torch.ones(numel) for _ in range(100)]
+    before = bf.engine_counters()
+    handles = [bf.allreduce_nonblocking_(t, name="{}.{}".format(prefix, i), op="sum")
+               for i, t in enumerate(tensors)]
+    submitted = bf.engine_counters()
+    for h in handles:
+        bf.synchronize(h)
+    after = bf.engine_counters()
+    assert all(t[0].item() == size for t in tensors)
+    return {"submit_wakeups": submitted["submit_wakeups"] - before["submit_wakeups"],
+            "batches": after["batches"] - before["batches"]}
+
+
+def _holds_on_every_rank_within_three_attempts(measure, bound, what):
+    # Timing claims: a rank descheduled for longer than the fusion window in the
+    # middle of its submissions splits them, so the claim gets three attempts,
+    # and every rank must see it hold.
     counts = []
     for attempt in range(3):
-        tensors = [torch.ones(1024) for _ in range(100)]  # 4 KB each
-        before = bf.engine_counters()
-        handles = [bf.allreduce_nonblocking_(t, name="small.{}".format(i), op="sum")
-                   for i, t in enumerate(tensors)]
-        for h in handles:
-            bf.synchronize(h)
-        batches = bf.engine_counters()["batches"] - before["batches"]
-        assert all(t[0].item() == size for t in tensors)
-        counts.append(batches)
-        worst = bf.allreduce(torch.tensor([batches]), op="max", name="small.check").item()
-        if worst <= 2:
+        count = measure()
+        counts.append(count)
+        worst = bf.allreduce(torch.tensor([count]), op="max", name=what + ".check").item()
+        if worst <= bound:
             return
-    pytest.fail("100 small tensors took {} batches on this rank in 3 attempts".format(counts))
+    pytest.fail("{}: {} on this rank in 3 attempts (bound {})".format(what, counts, bound))
+
+
+def test_hundred_small_tensors_travel_in_at_most_two_batches(size):
+    _holds_on_every_rank_within_three_attempts(
+        lambda: _burst_of_small_allreduces(size, "small", 1024)["batches"],  # 4 KB each
+        2, "batches for 100 small tensors")
 
 
 def test_a_burst_of_nonblocking_calls_wakes_the_engine_once(size):
     # Requests submitted while the engine sleeps through its fusion window join
-    # it without a wake-up each (one wake-up per call would be ~25-100). A rank
-    # descheduled for longer than the window may see a few more, so the bound
-    # is 10 and the claim gets three attempts.
-    counts = []
-    for attempt in range(3):
-        tensors = [torch.ones(256) for _ in range(100)]
-        before = bf.engine_counters()["submit_wakeups"]
-        handles = [bf.allreduce_nonblocking_(t, name="burst.{}".format(i), op="sum")
-                   for i, t in enumerate(tensors)]
-        wakeups = bf.engine_counters()["submit_wakeups"] - before
-        for h in handles:
-            bf.synchronize(h)
-        assert all(t[0].item() == size for t in tensors)
-        counts.append(wakeups)
-        worst = bf.allreduce(torch.tensor([wakeups]), op="max", name="burst.check").item()
-        if worst <= 10:
-            return
-    pytest.fail("100 nonblocking submissions woke the engine {} times on this rank in 3 attempts"
-                .format(counts))
+    # it without a wake-up each (one wake-up per call would be ~25-100); a
+    # descheduled rank may see a few more, hence the bound of 10.
+    _holds_on_every_rank_within_three_attempts(
+        lambda: _burst_of_small_allreduces(size, "burst", 256)["submit_wakeups"],
+        10, "engine wake-ups for 100 nonblocking submissions")
 
 
 def test_repeated_names_use_the_response_cache(size):
