@@ -10,9 +10,9 @@
 #include <chrono>
 
 #include "bindings/dlpack_tensor.h"
-#include "bindings/submission.h"
 #include "bindings/python_errors.h"
 #include "bindings/runtime_holder.h"
+#include "bindings/submission.h"
 
 namespace py = pybind11;
 
@@ -25,7 +25,7 @@ py::object Wait(HandleId handle) {
   {
     py::gil_scoped_release release;
     // Every 100 ms the wait gives Python a chance to run signal handlers (Ctrl-C).
-    done = engine.handles().Wait(handle, std::chrono::milliseconds(100), [] {
+    done = engine.Wait(handle, std::chrono::milliseconds(100), [] {
       py::gil_scoped_acquire gil;
       return PyErr_CheckSignals() == 0 ? Status::OK() : Status::Aborted("interrupted");
     });
@@ -52,23 +52,24 @@ void BindCollectives(py::module_& m) {
       "enqueue_allreduce",
       [](py::object input, py::object output, ReduceOp op, std::optional<std::string> name,
          bool local_only, std::optional<std::string> dtype_override,
-         std::optional<std::string> local_error) {
+         std::optional<std::string> local_error, bool wait_follows) {
         Submission s = Begin(OpKind::kAllreduce, name, local_error);
         s.op.reduce_op = op;
         s.op.group = local_only ? CommGroup::kLocal : CommGroup::kWorld;
         s.op.tensor = Take(s, input, dtype_override);
         s.output = output.is_none() ? s.op.tensor : Take(s, output, dtype_override);
         if (s.op.local_status.ok()) s.op.local_status = CheckReduceSupported(s.op.tensor.dtype, op);
-        return Submit(std::move(s));
+        return Submit(std::move(s), wait_follows);
       },
       py::arg("input"), py::arg("output"), py::arg("op"), py::arg("name") = py::none(),
       py::arg("local_only") = false, py::arg("dtype_override") = py::none(),
-      py::arg("local_error") = py::none());
+      py::arg("local_error") = py::none(), py::arg("wait_follows") = false);
 
   m.def(
       "enqueue_broadcast",
       [](py::object tensor, int root, std::optional<std::string> name,
-         std::optional<std::string> dtype_override, std::optional<std::string> local_error) {
+         std::optional<std::string> dtype_override, std::optional<std::string> local_error,
+         bool wait_follows) {
         Submission s = Begin(OpKind::kBroadcast, name, local_error);
         s.op.root = root;
         s.op.tensor = Take(s, tensor, dtype_override);
@@ -78,29 +79,31 @@ void BindCollectives(py::module_& m) {
               Status::InvalidArgument("root_rank " + std::to_string(root) +
                                       " is out of range for " + std::to_string(size) + " ranks");
         }
-        return Submit(std::move(s));
+        return Submit(std::move(s), wait_follows);
       },
       py::arg("tensor"), py::arg("root"), py::arg("name") = py::none(),
-      py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none());
+      py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
+      py::arg("wait_follows") = false);
 
   m.def(
       "enqueue_allgather",
       [](py::object input, std::optional<std::string> name,
-         std::optional<std::string> dtype_override, std::optional<std::string> local_error) {
+         std::optional<std::string> dtype_override, std::optional<std::string> local_error,
+         bool wait_follows) {
         Submission s = Begin(OpKind::kAllgather, name, local_error);
         s.op.tensor = Take(s, input, dtype_override);
         if (s.op.tensor.shape.empty()) s.op.tensor.shape = {1};  // a 0-d tensor gathers as one row
-        return Submit(std::move(s));
+        return Submit(std::move(s), wait_follows);
       },
       py::arg("input"), py::arg("name") = py::none(), py::arg("dtype_override") = py::none(),
-      py::arg("local_error") = py::none());
+      py::arg("local_error") = py::none(), py::arg("wait_follows") = false);
 
   m.def(
       "enqueue_barrier",
-      [](std::optional<std::string> name) {
-        return Submit(Begin(OpKind::kBarrier, name, std::nullopt));
+      [](std::optional<std::string> name, bool wait_follows) {
+        return Submit(Begin(OpKind::kBarrier, name, std::nullopt), wait_follows);
       },
-      py::arg("name") = py::none());
+      py::arg("name") = py::none(), py::arg("wait_follows") = false);
 
   m.def(
       "poll",

@@ -24,44 +24,44 @@ void BindNeighborOps(py::module_& m) {
   m.def(
       "enqueue_neighbor_allreduce",
       [](py::object input, py::object output, std::optional<double> self_weight,
-         std::optional<WeightList> src_weights, std::optional<WeightList> dst_weights,
-         bool check, std::optional<std::string> name, std::optional<std::string> dtype_override,
-         std::optional<std::string> local_error, std::vector<int> named_ranks) {
+         std::optional<WeightList> src_weights, std::optional<WeightList> dst_weights, bool check,
+         std::optional<std::string> name, std::optional<std::string> dtype_override,
+         std::optional<std::string> local_error, std::vector<int> named_ranks, bool wait_follows) {
         Submission s = Begin(OpKind::kNeighborAllreduce, name, local_error);
         if (!input.is_none()) s.op.tensor = Take(s, input, dtype_override);
         s.output = output.is_none() ? s.op.tensor : Take(s, output, dtype_override);
         PrepareNeighborAllreduce(RequireRuntime(), s.op,
                                  NeighborWeights{self_weight, src_weights, dst_weights}, check,
                                  named_ranks);
-        return Submit(std::move(s));
+        return Submit(std::move(s), wait_follows);
       },
       py::arg("input"), py::arg("output"), py::arg("self_weight"), py::arg("src_weights"),
       py::arg("dst_weights"), py::arg("check"), py::arg("name") = py::none(),
       py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
-      py::arg("named_ranks") = std::vector<int>());
+      py::arg("named_ranks") = std::vector<int>(), py::arg("wait_follows") = false);
 
   m.def(
       "enqueue_neighbor_allgather",
       [](py::object input, std::optional<std::vector<int>> src_ranks,
          std::optional<std::vector<int>> dst_ranks, std::optional<std::string> name,
          std::optional<std::string> dtype_override, std::optional<std::string> local_error,
-         std::vector<int> named_ranks) {
+         std::vector<int> named_ranks, bool wait_follows) {
         Submission s = Begin(OpKind::kNeighborAllgather, name, local_error);
         if (!input.is_none()) s.op.tensor = Take(s, input, dtype_override);
         PrepareNeighborAllgather(RequireRuntime(), s.op, src_ranks, dst_ranks, named_ranks);
-        return Submit(std::move(s));
+        return Submit(std::move(s), wait_follows);
       },
       py::arg("input"), py::arg("src_ranks"), py::arg("dst_ranks"), py::arg("name") = py::none(),
       py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
-      py::arg("named_ranks") = std::vector<int>());
+      py::arg("named_ranks") = std::vector<int>(), py::arg("wait_follows") = false);
 
   m.def(
       "enqueue_hierarchical_neighbor_allreduce",
       [](py::object input, py::object output, std::optional<double> self_weight,
          std::optional<WeightList> src_machine_weights,
-         std::optional<WeightList> dst_machine_weights, bool check,
-         std::optional<std::string> name, std::optional<std::string> dtype_override,
-         std::optional<std::string> local_error, std::vector<int> named_machines) {
+         std::optional<WeightList> dst_machine_weights, bool check, std::optional<std::string> name,
+         std::optional<std::string> dtype_override, std::optional<std::string> local_error,
+         std::vector<int> named_machines, bool wait_follows) {
         Submission s = Begin(OpKind::kHierarchicalNeighborAllreduce, name, local_error);
         if (!input.is_none()) s.op.tensor = Take(s, input, dtype_override);
         s.output = output.is_none() ? s.op.tensor : Take(s, output, dtype_override);
@@ -69,12 +69,12 @@ void BindNeighborOps(py::module_& m) {
             RequireRuntime(), s.op,
             NeighborWeights{self_weight, src_machine_weights, dst_machine_weights}, check,
             named_machines);
-        return Submit(std::move(s));
+        return Submit(std::move(s), wait_follows);
       },
-      py::arg("input"), py::arg("output"), py::arg("self_weight"),
-      py::arg("src_machine_weights"), py::arg("dst_machine_weights"), py::arg("check"),
-      py::arg("name") = py::none(), py::arg("dtype_override") = py::none(),
-      py::arg("local_error") = py::none(), py::arg("named_machines") = std::vector<int>());
+      py::arg("input"), py::arg("output"), py::arg("self_weight"), py::arg("src_machine_weights"),
+      py::arg("dst_machine_weights"), py::arg("check"), py::arg("name") = py::none(),
+      py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
+      py::arg("named_machines") = std::vector<int>(), py::arg("wait_follows") = false);
 }
 
 }  // namespace flock

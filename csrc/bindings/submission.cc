@@ -35,9 +35,10 @@ Submission Begin(OpKind kind, const std::optional<std::string>& name,
   return s;
 }
 
-HandleId Submit(Submission s) {
+HandleId Submit(Submission s, bool wait_follows) {
   std::shared_ptr<void> keep_alive = std::move(s.keep_alive);
-  return ValueOrThrow(RequireRuntime().engine().Submit(std::move(s.op), s.output, keep_alive));
+  return ValueOrThrow(
+      RequireRuntime().engine().Submit(std::move(s.op), s.output, keep_alive, wait_follows));
 }
 
 }  // namespace flock

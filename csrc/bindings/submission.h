@@ -35,6 +35,7 @@ TensorView Take(Submission& s, const pybind11::object& capsule,
 Submission Begin(OpKind kind, const std::optional<std::string>& name,
                  const std::optional<std::string>& local_error);
 
-HandleId Submit(Submission s);
+// `wait_follows`: the caller waits for it at once (see Engine::Submit).
+HandleId Submit(Submission s, bool wait_follows = false);
 
 }  // namespace flock

@@ -11,6 +11,8 @@ namespace flock {
 struct EngineCounters {
   std::atomic<int64_t> requests{0};           // submitted requests
   std::atomic<int64_t> submit_wakeups{0};     // submissions that woke the sleeping engine thread
+  std::atomic<int64_t> driven_waits{0};       // waits whose caller ran the engine's loop itself
+  std::atomic<int64_t> driven_done{0};        // ... and saw its op finish before handing over
   std::atomic<int64_t> ready_messages{0};     // announcement messages sent to the coordinator
   std::atomic<int64_t> ready_entries{0};      // names announced
   std::atomic<int64_t> cache_hits{0};         // names announced by cache id only
@@ -30,6 +32,8 @@ struct EngineCounters {
   std::map<std::string, int64_t> Snapshot() const {
     return {{"requests", requests},
             {"submit_wakeups", submit_wakeups},
+            {"driven_waits", driven_waits},
+            {"driven_done", driven_done},
             {"ready_messages", ready_messages},
             {"ready_entries", ready_entries},
             {"cache_hits", cache_hits},

@@ -28,11 +28,16 @@ constexpr double kMaxNetworkPollSleepUs = 100;
 // How long after the last activity the loop keeps polling without sleeping
 // while something is in flight.
 constexpr auto kSpinWindow = std::chrono::microseconds(200);
-// How long the loop stays awake after a fusion window opens: a blocking call's
-// wait follows its submission within microseconds, and finding the engine
-// awake saves it a wake-up. A burst of submissions outlasts it and then joins
-// the window without waking the engine.
-constexpr auto kWindowSpin = std::chrono::microseconds(30);
+// The same for a caller that drives (see TryDrive): it waits anyway, and
+// handing over costs its own wake-up later; on a busy machine a peer's
+// answer may take longer than kSpinWindow.
+constexpr auto kDriverSpinWindow = std::chrono::milliseconds(1);
+// How long a waiting caller runs the engine's loop itself (see TryDrive)
+// before it leaves the rest to the engine thread and sleeps, checking for
+// Ctrl-C again.
+constexpr auto kMaxDrive = std::chrono::milliseconds(20);
+// Longest pause of an engine thread between checks for the end of a drive.
+constexpr double kMaxDriverCheckUs = 100;
 // How often an engine with nothing in flight looks for neighbours' messages.
 constexpr auto kIdlePollInterval = std::chrono::milliseconds(10);
 // How long a stopping engine waits for the other ranks' neighbour goodbyes.
@@ -99,7 +104,8 @@ void Engine::Shutdown() {
   timeline_.Stop();
 }
 
-Result<HandleId> Engine::Submit(OpRequest op, TensorView output, std::shared_ptr<void> keep_alive) {
+Result<HandleId> Engine::Submit(OpRequest op, TensorView output, std::shared_ptr<void> keep_alive,
+                                bool wait_follows) {
   HandleId handle = 0;
   // A global op does nothing before its announcement, so it may join a fusion
   // window the engine sleeps through; a neighbor op may start transfers at once.
@@ -122,11 +128,55 @@ Result<HandleId> Engine::Submit(OpRequest op, TensorView output, std::shared_ptr
     ++counters_.requests;
     user_signal_.store(true, std::memory_order_seq_cst);  // see gathering_
   }
+  // The caller's Wait drives the engine or wakes it (see TryDrive).
+  if (wait_follows) return handle;
   // After unlocking: a woken engine would otherwise block on mutex_ at once,
   // and its wake-up would cost a second futex call.
   if (!(may_join_window && gathering_.load(std::memory_order_seq_cst)) && wake_.Unpark())
     ++counters_.submit_wakeups;
   return handle;
+}
+
+Result<Completion> Engine::Wait(HandleId id, std::chrono::milliseconds poll_interval,
+                                const std::function<Status()>& interrupted) {
+  TryDrive(id);
+  return handles_.Wait(id, poll_interval, interrupted);
+}
+
+void Engine::TryDrive(HandleId id) {
+  const Result<bool> already = handles_.IsDone(id);
+  if (!already.ok() || already.value()) return;  // nothing to wait for: collect it at once
+  // The engine thread holds the loop only while it runs a Step (it lets go
+  // whenever it yields or sleeps), so this waits microseconds, unless another
+  // caller drives (at most kMaxDrive).
+  std::unique_lock<std::mutex> driving(driver_);
+  if (finished_) return;  // the engine thread is gone
+  active_drivers_.fetch_add(1, std::memory_order_seq_cst);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    flush_requested_ = true;  // as the wait listener does, without waking anyone
+    user_signal_.store(true, std::memory_order_seq_cst);
+  }
+  ++counters_.driven_waits;
+  const auto give_up = Clock::now() + kMaxDrive;
+  bool done = false;
+  while (!finished_ && Clock::now() < give_up) {
+    const Result<bool> finished = handles_.IsDone(id);
+    done = !finished.ok() || finished.value();
+    if (done) break;
+    const IdlePlan plan = PlanIdle(Step(), kDriverSpinWindow);
+    // A sleep is the engine thread's to take: this caller sleeps in its Wait.
+    if (plan.kind == IdleKind::kSleep) break;
+    if (plan.kind == IdleKind::kYield) std::this_thread::yield();
+  }
+  if (done) ++counters_.driven_done;
+  driving.unlock();
+  // Counted down after unlocking: the engine thread, asleep until it sees no
+  // driver, then finds the lock free (no futex call to wake it from the mutex).
+  active_drivers_.fetch_sub(1, std::memory_order_seq_cst);
+  // Handing over, the caller's wait wakes the engine thread. Done, with other
+  // work in flight, the engine's next poll (within its pause) takes it on: the
+  // caller usually waits for the next handle at once and drives again.
 }
 
 void Engine::Run() {
@@ -135,6 +185,7 @@ void Engine::Run() {
   // default 50 us timer slack more.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 #endif
+  driver_.lock();  // let go only while the engine thread yields or sleeps (see Idle)
   last_activity_ = Clock::now();
   while (!finished_) Idle(Step());
   // Every rank has shut down; the neighbour goodbyes and the last transfers
@@ -156,6 +207,7 @@ void Engine::Run() {
     if (!done.ok() || done.value()) break;
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
+  driver_.unlock();
 }
 
 bool Engine::Step() {
@@ -399,84 +451,100 @@ Clock::time_point Engine::AnnounceDeadline() const {
   return std::min(last_unsent_ + cycle, first_unsent_ + 10 * cycle);
 }
 
-void Engine::Idle(bool did_work) {
+Engine::IdlePlan Engine::PlanIdle(bool did_work, Clock::duration spin_window) {
   const auto now = Clock::now();
-  const bool in_window = !unsent_.empty() || neighbor_->has_unsent();
-  if (!in_window)
-    window_opened_ = Clock::time_point();
-  else if (window_opened_ == Clock::time_point())
-    window_opened_ = now;
   if (did_work || (finished_ && neighbor_->done())) {
     idle_sleep_us_ = 0;
     last_activity_ = now;
-    return;
+    return IdlePlan::Run();
   }
+  // The loop spins only for a thread of this rank that waits (a driving
+  // caller, or one blocked on a result: any, cheaper to ask than to track, and
+  // a thread that waits is not computing). Otherwise its user threads compute,
+  // and a spinning loop would take their core.
+  const bool someone_waits =
+      active_drivers_.load(std::memory_order_relaxed) > 0 || handles_.has_blocked_waiter();
   const NeighborExchange::Transfers transfers = neighbor_->transfers();
-  if (transfers.on_this_host || (transfers.any && handles_.has_blocked_waiter())) {
+  if (transfers.any && someone_waits) {
     // Lanes move only while MPI is polled: large shared-memory messages go
     // fragment by fragment, and the TCP transport pushes and acknowledges
-    // fragments only inside MPI calls. Keep polling as a blocking MPI call
-    // would, on this host always, across hosts while a thread is blocked on a
-    // result (any blocked thread: cheaper to ask than to track, and a thread
-    // that waits is not computing).
-    std::this_thread::yield();
-    return;
+    // fragments only inside MPI calls. Poll as a blocking MPI call would.
+    return IdlePlan::Yield();
+  }
+  if (user_signal_.load(std::memory_order_acquire)) return IdlePlan::Run();
+  if (transfers.on_this_host) {
+    // Nobody waits: a short pause still keeps shared-memory lanes moving.
+    return IdlePlan::Sleep(now + Microseconds(kMinSleepUs));
   }
   if (transfers.any) {
     // Only lanes to other hosts, nobody waiting: bytes arrive at link speed,
     // the kernel's socket buffers keep them moving between polls, and spinning
     // through a whole transfer would take a core from training.
     idle_sleep_us_ = std::clamp(idle_sleep_us_ * 2, kMinSleepUs, kMaxNetworkPollSleepUs);
-    if (!user_signal_.load(std::memory_order_acquire)) wake_.ParkFor(Microseconds(idle_sleep_us_));
-    return;
+    return IdlePlan::Sleep(now + Microseconds(idle_sleep_us_));
   }
   // Requests still in the fusion window are not awaited: nothing about them is
   // on its way, and spinning would take the core their submitter needs. (A
   // blocked thread has flushed the window; neighbor calls then count again.)
-  const bool awaiting =
-      pending_.size() > unsent_.size() ||
-      (neighbor_->busy() && (!neighbor_->has_unsent() || handles_.has_blocked_waiter())) ||
-      (coordinator_ && coordinator_->pending_names() > 0);
-  if (size_ > 1 && awaiting && now - last_activity_ < kSpinWindow) {
+  // The coordinator spins for the other ranks' waiting threads too.
+  const bool coordinating = coordinator_ && coordinator_->pending_names() > 0;
+  const bool awaiting = pending_.size() > unsent_.size() ||
+                        (neighbor_->busy() && (!neighbor_->has_unsent() || someone_waits)) ||
+                        coordinating;
+  if (size_ > 1 && awaiting && (someone_waits || coordinating) &&
+      now - last_activity_ < spin_window) {
     // A response (or a peer's announcement) is due within microseconds on a
     // shared-memory job: yielding beats any sleep, whose wake-up alone costs
     // tens of microseconds.
-    std::this_thread::yield();
-    return;
+    return IdlePlan::Yield();
   }
   // A request, a wait or a stop since the last Step: no sleep. One arriving
   // after this check leaves the parker a wake-up (except a global op joining
   // the window below, which waits for the window's end or a wait by design).
-  if (user_signal_.load(std::memory_order_seq_cst)) return;
+  if (user_signal_.load(std::memory_order_seq_cst)) return IdlePlan::Run();
   const bool must_poll =
       size_ > 1 && (rank_ == 0 || !pending_.empty() || neighbor_->busy() || shutdown_announced_);
-  if (in_window) {
-    if (now - window_opened_ < kWindowSpin) {
-      std::this_thread::yield();
-      return;
-    }
+  if (!unsent_.empty() || neighbor_->has_unsent()) {
     // Fusion window: sleep until it ends or a thread starts waiting.
     auto deadline = Clock::time_point::max();
     if (!unsent_.empty()) deadline = AnnounceDeadline();
     if (neighbor_->has_unsent()) deadline = std::min(deadline, neighbor_->flush_deadline());
+    return IdlePlan::Sleep(deadline, /*gathering=*/true);
+  }
+  // Nothing in flight. Still look for neighbours' messages now and then: a
+  // rank whose call ended must answer a late topology-check notice.
+  if (!must_poll) return IdlePlan::Sleep(now + kIdlePollInterval);
+  const double waited_us = std::chrono::duration<double, std::micro>(now - last_activity_).count();
+  return IdlePlan::Sleep(
+      now + Microseconds(std::clamp(waited_us * kSleepFractionOfWait, kMinSleepUs, kMaxSleepUs)));
+}
+
+void Engine::Idle(bool did_work) {
+  const IdlePlan plan = PlanIdle(did_work, kSpinWindow);
+  if (plan.kind == IdleKind::kRun) return;
+  // Yielding or asleep, the engine thread lets a waiting caller take the loop
+  // (see TryDrive): a yield on a busy core may last a whole time slice.
+  driver_.unlock();
+  if (plan.kind == IdleKind::kYield) {
+    std::this_thread::yield();
+  } else if (plan.gathering) {
     // A submission that still saw gathering_ false has left a wake-up.
     // Sequentially consistent with user_signal_: a submitter that still sees
     // gathering_ set must not race with an engine that cleared it and then
     // misses the submitter's user_signal_ (a Dekker pair).
     gathering_.store(true, std::memory_order_seq_cst);
-    wake_.ParkUntil(deadline);
+    wake_.ParkUntil(plan.until);
     gathering_.store(false, std::memory_order_seq_cst);
-    return;
+  } else {
+    wake_.ParkUntil(plan.until);
   }
-  if (!must_poll) {
-    // Nothing in flight. Still look for neighbours' messages now and then: a
-    // rank whose call ended must answer a late topology-check notice.
-    wake_.ParkFor(kIdlePollInterval);
-    return;
-  }
-  const double waited_us = std::chrono::duration<double, std::micro>(now - last_activity_).count();
-  wake_.ParkFor(
-      Microseconds(std::clamp(waited_us * kSleepFractionOfWait, kMinSleepUs, kMaxSleepUs)));
+  // While a caller drives, it does this thread's work: check back with
+  // growing pauses (a caller handing over wakes it from its Wait; one that is
+  // done leaves other work to the next check).
+  for (double us = kMinSleepUs; active_drivers_.load(std::memory_order_seq_cst) > 0;
+       us = std::min(us * 2, kMaxDriverCheckUs))
+    wake_.ParkFor(Microseconds(us));
+  driver_.lock();
 }
 
 }  // namespace flock

@@ -1,28 +1,37 @@
-// Engine: the one thread that owns communication.
+// Engine: the loop that owns communication, and the thread that runs it when
+// nobody waits.
 //
-// User threads Submit a request and get a handle at once; the engine thread
-// announces ready requests to the coordinator (rank 0), receives the
-// coordinator's responses — the same sequence on every rank — and executes
-// them, fusing small allreduces into one call. Vocabulary of a request's life:
-// queued (submitted, not yet seen by the engine) -> negotiating (announced,
-// waiting for every rank) -> executing -> done (handle completed).
+// User threads Submit a request and get a handle at once; the loop announces
+// ready requests to the coordinator (rank 0), receives the coordinator's
+// responses — the same sequence on every rank — and executes them, fusing
+// small allreduces into one call. Vocabulary of a request's life: queued
+// (submitted, not yet seen by the loop) -> negotiating (announced, waiting for
+// every rank) -> executing -> done (handle completed).
 //
-// Waiting without spinning: with nothing in flight a worker sleeps on its
-// Parker until a request arrives; while it waits for a response, and on the
-// coordinator (which must hear other ranks at any time), the loop polls —
-// without sleeping for 200 us after the last activity while a response is
-// due, then sleeping an eighth of the time waited so far (10 us to 1 ms).
-// Neighbor lanes in flight: polled without sleeping when the peer is on this
-// host (shared memory moves only inside MPI calls) or when a thread is blocked
-// on a result; otherwise every 10-100 us for a peer on another host (the
-// socket buffers carry the bytes between polls). Fusion: an announcement waits
-// until no request has arrived for FLOCK_CYCLE_TIME_MS (at most ten cycles in
-// all), unless a thread is already waiting for one of its requests; the engine
+// Who runs the loop: the engine thread, except while a caller waits for a
+// handle — then the caller runs it (Wait -> TryDrive), since a waiting thread
+// is not computing, and handing work to a sleeping thread and back costs two
+// wake-ups (~12 us each on this project's VM). The driver_ mutex guards the
+// loop's state; the engine thread lets go of it whenever it yields or sleeps.
+//
+// Spinning only for a waiter: the loop yields instead of sleeping only while a
+// thread of this rank waits for a result (or, on the coordinator, other ranks'
+// announcements are pending): lanes in flight are polled without pause, a
+// response is awaited without pause for a while after the last activity. With
+// nobody waiting, user threads compute: lanes on this host are polled every
+// 10 us, lanes to other hosts every 10-100 us (the socket buffers carry the
+// bytes between polls), a due response after an eighth of the time waited so
+// far (10 us to 1 ms), and with nothing in flight a worker sleeps on its
+// Parker until a request arrives. Fusion: an announcement waits until no
+// request has arrived for FLOCK_CYCLE_TIME_MS (at most ten cycles in all),
+// unless a thread is already waiting for one of its requests; the engine
 // sleeps through that window, and global ops submitted meanwhile join it
 // without waking the engine.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,7 +66,16 @@ class Engine {
   void Shutdown();
 
   // Queues a request. A name already in flight on this rank is refused here.
-  Result<HandleId> Submit(OpRequest op, TensorView output, std::shared_ptr<void> keep_alive);
+  // `wait_follows`: the caller waits for it at once (a blocking call), so the
+  // engine is not woken: the Wait drives it or wakes it.
+  Result<HandleId> Submit(OpRequest op, TensorView output, std::shared_ptr<void> keep_alive,
+                          bool wait_follows = false);
+  // Waits for a handle (use this, not handles().Wait): the caller takes the
+  // loop at the engine thread's next pause and runs it until the op is done —
+  // a blocking call then costs neither the engine's wake-up nor its own — or
+  // until it would sleep (or 20 ms pass), then hands it back and sleeps.
+  Result<Completion> Wait(HandleId id, std::chrono::milliseconds poll_interval,
+                          const std::function<Status()>& interrupted);
 
   HandleTable& handles() { return handles_; }
   Timeline& timeline() { return timeline_; }
@@ -76,7 +94,24 @@ class Engine {
   void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered);
   void FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status);
   void FailAllPending(const std::string& reason);
+  // What the loop does after a Step: run again, yield the core, or sleep.
+  enum class IdleKind { kRun, kYield, kSleep };
+  struct IdlePlan {
+    IdleKind kind = IdleKind::kRun;
+    Clock::time_point until;  // kSleep
+    bool gathering = false;   // kSleep through a fusion window (see gathering_)
+
+    static IdlePlan Run() { return {}; }
+    static IdlePlan Yield() { return {IdleKind::kYield, {}, false}; }
+    static IdlePlan Sleep(Clock::time_point until, bool gathering = false) {
+      return {IdleKind::kSleep, until, gathering};
+    }
+  };
+  // `spin_window`: how long after the last activity it yields rather than
+  // sleeps while a response is due.
+  IdlePlan PlanIdle(bool did_work, Clock::duration spin_window);
   void Idle(bool did_work);
+  void TryDrive(HandleId id);
   Clock::time_point AnnounceDeadline() const;
 
   Transport& transport_;
@@ -105,13 +140,18 @@ class Engine {
   // burst of nonblocking calls costs no wake-up per call.
   std::atomic<bool> gathering_{false};
 
-  // Engine thread only.
+  // Held by whichever thread runs the loop: the engine thread, except while it
+  // sleeps, when a waiting caller may drive instead (TryDrive). Everything
+  // below is the driver's.
+  std::mutex driver_;
+  std::atomic<int> active_drivers_{0};  // a caller drives: the engine thread stays asleep
+
+  // The driver's (the engine thread's, or a driving caller's).
   std::unordered_map<std::string, PendingRequest> pending_;
   std::vector<ReadyEntry> unsent_;
   bool flush_now_ = false;          // a thread waits: announce unsent_ without waiting for more
   Clock::time_point first_unsent_;  // arrival of the oldest / newest unannounced request
   Clock::time_point last_unsent_;
-  Clock::time_point window_opened_;  // when Idle first saw the current fusion window
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<NeighborExchange> neighbor_;  // neighbor ops: no coordinator

@@ -4,7 +4,9 @@ A framework module (flock.torch, flock.numpy) supplies an *adapter* that knows
 how to make contiguous copies, allocate outputs and export/import DLPack; these
 functions do the rest. Every op is asynchronous underneath: the ``*_nonblocking``
 functions return an integer handle, ``synchronize(handle)`` waits for it and
-returns the result, and the blocking functions are the two in a row.
+returns the result, and the blocking functions are the two in a row (submitted with
+``wait_follows=True``: the engine is not woken for a request its caller waits for at
+once, since the wait itself drives the engine or wakes it).
 
 When this rank cannot even hand its input over (wrong type, unsupported
 layout), it still submits the request with the reason attached, so the op
@@ -58,46 +60,50 @@ def poll(handle):
 
 
 def allreduce_nonblocking(adapter, tensor, average=None, name=None, op=None,
-                          is_hierarchical_local=False, inplace=False):
+                          is_hierarchical_local=False, inplace=False, wait_follows=False):
     reduce_op = resolve_reduce_op(average, op)
     src = _Exported(adapter, tensor)
     if src.error is not None:
         handle = core.enqueue_allreduce(None, None, reduce_op, name, is_hierarchical_local,
-                                        local_error=src.error)
+                                        local_error=src.error, wait_follows=wait_follows)
         return _register(handle, lambda _: None)
     # In place on a contiguous tensor writes straight into it; otherwise into a new buffer.
     out = src.tensor if inplace else adapter.empty_like(src.tensor)
     out_capsule = None if out is src.tensor else adapter.export(out)[0]  # None: in place
     handle = core.enqueue_allreduce(src.capsule, out_capsule, reduce_op, name,
-                                    is_hierarchical_local, src.override)
+                                    is_hierarchical_local, src.override, wait_follows=wait_follows)
     return _register(handle, lambda _: _deliver(adapter, tensor, out, inplace))
 
 
-def broadcast_nonblocking(adapter, tensor, root_rank, name=None, inplace=False):
+def broadcast_nonblocking(adapter, tensor, root_rank, name=None, inplace=False,
+                          wait_follows=False):
     root_rank = _as_rank(root_rank)
     src = _Exported(adapter, tensor)
     if src.error is not None:
-        handle = core.enqueue_broadcast(None, root_rank, name, local_error=src.error)
+        handle = core.enqueue_broadcast(None, root_rank, name, local_error=src.error,
+                                        wait_follows=wait_follows)
         return _register(handle, lambda _: None)
     work = src.tensor
     if not inplace and adapter.same_memory(work, tensor):
         work = adapter.copy(tensor)  # never modify the caller's tensor
         src.capsule, src.override = adapter.export(work)
-    handle = core.enqueue_broadcast(src.capsule, root_rank, name, src.override)
+    handle = core.enqueue_broadcast(src.capsule, root_rank, name, src.override,
+                                    wait_follows=wait_follows)
     return _register(handle, lambda _: _deliver(adapter, tensor, work, inplace))
 
 
-def allgather_nonblocking(adapter, tensor, name=None):
+def allgather_nonblocking(adapter, tensor, name=None, wait_follows=False):
     src = _Exported(adapter, tensor)
     if src.error is not None:
-        handle = core.enqueue_allgather(None, name, local_error=src.error)
+        handle = core.enqueue_allgather(None, name, local_error=src.error,
+                                        wait_follows=wait_follows)
         return _register(handle, lambda _: None)
-    handle = core.enqueue_allgather(src.capsule, name, src.override)
+    handle = core.enqueue_allgather(src.capsule, name, src.override, wait_follows=wait_follows)
     return _register(handle, lambda capsule: adapter.import_capsule(capsule, like=src.tensor))
 
 
 def barrier():
-    synchronize(core.enqueue_barrier())
+    synchronize(core.enqueue_barrier(wait_follows=True))
 
 
 def _deliver(adapter, tensor, result, inplace):

@@ -47,7 +47,7 @@ def _ranks_arg(what, value, named):
 
 def neighbor_allreduce_nonblocking(adapter, tensor, self_weight=None, src_weights=None,
                                    dst_weights=None, enable_topo_check=True, name=None,
-                                   inplace=False):
+                                   inplace=False, wait_follows=False):
     named = []
     error = None
     try:
@@ -61,16 +61,19 @@ def neighbor_allreduce_nonblocking(adapter, tensor, self_weight=None, src_weight
     error = error or exported.error
     if error is not None:
         handle = core.enqueue_neighbor_allreduce(None, None, None, None, None, check, name,
-                                                 local_error=error, named_ranks=named)
+                                                 local_error=error, named_ranks=named,
+                                                 wait_follows=wait_follows)
         return c._register(handle, lambda _: None)
     out = exported.tensor if inplace else adapter.empty_like(exported.tensor)
     out_capsule = None if out is exported.tensor else adapter.export(out)[0]
     handle = core.enqueue_neighbor_allreduce(exported.capsule, out_capsule, self_w, src, dst, check,
-                                             name, exported.override, named_ranks=named)
+                                             name, exported.override, named_ranks=named,
+                                             wait_follows=wait_follows)
     return c._register(handle, lambda _: c._deliver(adapter, tensor, out, inplace))
 
 
-def neighbor_allgather_nonblocking(adapter, tensor, src_ranks=None, dst_ranks=None, name=None):
+def neighbor_allgather_nonblocking(adapter, tensor, src_ranks=None, dst_ranks=None, name=None,
+                                   wait_follows=False):
     named = []
     error = None
     try:
@@ -82,16 +85,16 @@ def neighbor_allgather_nonblocking(adapter, tensor, src_ranks=None, dst_ranks=No
     error = error or exported.error
     if error is not None:
         handle = core.enqueue_neighbor_allgather(None, None, None, name, local_error=error,
-                                                 named_ranks=named)
+                                                 named_ranks=named, wait_follows=wait_follows)
         return c._register(handle, lambda _: None)
     handle = core.enqueue_neighbor_allgather(exported.capsule, src, dst, name, exported.override,
-                                             named_ranks=named)
+                                             named_ranks=named, wait_follows=wait_follows)
     return c._register(handle,
                        lambda capsule: adapter.import_capsule(capsule, like=exported.tensor))
 
 
 def pair_gossip_nonblocking(adapter, tensor, target_rank, self_weight=0.5, pair_weight=0.5,
-                            name=None):
+                            name=None, wait_follows=False):
     """self_weight·tensor + pair_weight·(target_rank's tensor); the target must pair with us."""
     if isinstance(target_rank, numbers.Integral) and not isinstance(target_rank, bool):
         dst = [int(target_rank)]
@@ -101,15 +104,18 @@ def pair_gossip_nonblocking(adapter, tensor, target_rank, self_weight=0.5, pair_
     if isinstance(dst, str):
         named = []
         handle = core.enqueue_neighbor_allreduce(None, None, None, None, None, True, name,
-                                                 local_error=dst, named_ranks=named)
+                                                 local_error=dst, named_ranks=named,
+                                                 wait_follows=wait_follows)
         return c._register(handle, lambda _: None)
-    return neighbor_allreduce_nonblocking(adapter, tensor, self_weight, src, dst, True, name)
+    return neighbor_allreduce_nonblocking(adapter, tensor, self_weight, src, dst, True, name,
+                                          wait_follows=wait_follows)
 
 
 def hierarchical_neighbor_allreduce_nonblocking(adapter, tensor, self_weight=None,
                                                 src_machine_weights=None,
                                                 dst_machine_weights=None,
-                                                enable_topo_check=False, name=None):
+                                                enable_topo_check=False, name=None,
+                                                wait_follows=False):
     named = []
     error = None
     try:
@@ -125,11 +131,12 @@ def hierarchical_neighbor_allreduce_nonblocking(adapter, tensor, self_weight=Non
     error = error or exported.error
     if error is not None:
         handle = core.enqueue_hierarchical_neighbor_allreduce(
-            None, None, None, None, None, check, name, local_error=error, named_machines=named)
+            None, None, None, None, None, check, name, local_error=error, named_machines=named,
+            wait_follows=wait_follows)
         return c._register(handle, lambda _: None)
     out = adapter.empty_like(exported.tensor)
     out_capsule = adapter.export(out)[0]
     handle = core.enqueue_hierarchical_neighbor_allreduce(
         exported.capsule, out_capsule, self_w, src, dst, check, name, exported.override,
-        named_machines=named)
+        named_machines=named, wait_follows=wait_follows)
     return c._register(handle, lambda _: out)

@@ -26,11 +26,14 @@ def make_ops(adapter):
 
         ``is_hierarchical_local=True`` reduces over the ranks of this machine only.
         """
-        return c.synchronize(allreduce_nonblocking(tensor, average, name, is_hierarchical_local, op))
+        return c.synchronize(c.allreduce_nonblocking(adapter, tensor, average, name, op,
+                                                     is_hierarchical_local, wait_follows=True))
 
     def allreduce_(tensor, average=None, name=None, is_hierarchical_local=False, op=None):
         """Like allreduce, writing the result into ``tensor`` (returned)."""
-        return c.synchronize(allreduce_nonblocking_(tensor, average, name, is_hierarchical_local, op))
+        return c.synchronize(c.allreduce_nonblocking(adapter, tensor, average, name, op,
+                                                     is_hierarchical_local, inplace=True,
+                                                     wait_follows=True))
 
     def broadcast_nonblocking(tensor, root_rank, name=None):
         return c.broadcast_nonblocking(adapter, tensor, root_rank, name)
@@ -40,18 +43,20 @@ def make_ops(adapter):
 
     def broadcast(tensor, root_rank, name=None):
         """A copy of ``root_rank``'s tensor on every rank."""
-        return c.synchronize(broadcast_nonblocking(tensor, root_rank, name))
+        return c.synchronize(c.broadcast_nonblocking(adapter, tensor, root_rank, name,
+                                                     wait_follows=True))
 
     def broadcast_(tensor, root_rank, name=None):
         """Overwrites ``tensor`` with ``root_rank``'s tensor (returned)."""
-        return c.synchronize(broadcast_nonblocking_(tensor, root_rank, name))
+        return c.synchronize(c.broadcast_nonblocking(adapter, tensor, root_rank, name,
+                                                     inplace=True, wait_follows=True))
 
     def allgather_nonblocking(tensor, name=None):
         return c.allgather_nonblocking(adapter, tensor, name)
 
     def allgather(tensor, name=None):
         """Every rank's tensor concatenated along dim 0 (dim 0 may differ between ranks)."""
-        return c.synchronize(allgather_nonblocking(tensor, name))
+        return c.synchronize(c.allgather_nonblocking(adapter, tensor, name, wait_follows=True))
 
     def neighbor_allreduce_nonblocking(tensor, self_weight=None, src_weights=None,
                                        dst_weights=None, enable_topo_check=True, name=None):
@@ -74,14 +79,16 @@ def make_ops(adapter):
         dynamic; ``self_weight`` and ``src_weights`` then say what this rank receives.
         Only the ranks this call sends to or receives from are involved.
         """
-        return c.synchronize(neighbor_allreduce_nonblocking(
-            tensor, self_weight, src_weights, dst_weights, enable_topo_check, name))
+        return c.synchronize(n.neighbor_allreduce_nonblocking(
+            adapter, tensor, self_weight, src_weights, dst_weights, enable_topo_check, name,
+            wait_follows=True))
 
     def neighbor_allreduce_(tensor, self_weight=None, src_weights=None, dst_weights=None,
                             enable_topo_check=True, name=None):
         """Like neighbor_allreduce, writing the result into ``tensor`` (returned)."""
-        return c.synchronize(neighbor_allreduce_nonblocking_(
-            tensor, self_weight, src_weights, dst_weights, enable_topo_check, name))
+        return c.synchronize(n.neighbor_allreduce_nonblocking(
+            adapter, tensor, self_weight, src_weights, dst_weights, enable_topo_check, name,
+            inplace=True, wait_follows=True))
 
     def neighbor_allgather_nonblocking(tensor, src_ranks=None, dst_ranks=None, name=None):
         return n.neighbor_allgather_nonblocking(adapter, tensor, src_ranks, dst_ranks, name)
@@ -89,7 +96,8 @@ def make_ops(adapter):
     def neighbor_allgather(tensor, src_ranks=None, dst_ranks=None, name=None):
         """The in-neighbours' tensors concatenated on dim 0 (in_neighbor_ranks() order, or
         ``src_ranks`` order when ``src_ranks`` and ``dst_ranks`` give this call's peers)."""
-        return c.synchronize(neighbor_allgather_nonblocking(tensor, src_ranks, dst_ranks, name))
+        return c.synchronize(n.neighbor_allgather_nonblocking(adapter, tensor, src_ranks,
+                                                              dst_ranks, name, wait_follows=True))
 
     def pair_gossip_nonblocking(tensor, target_rank, self_weight=0.5, pair_weight=0.5, name=None):
         return n.pair_gossip_nonblocking(adapter, tensor, target_rank, self_weight, pair_weight,
@@ -97,8 +105,8 @@ def make_ops(adapter):
 
     def pair_gossip(tensor, target_rank, self_weight=0.5, pair_weight=0.5, name=None):
         """self_weight·t + pair_weight·(target_rank's t); target_rank pairs with this rank."""
-        return c.synchronize(pair_gossip_nonblocking(tensor, target_rank, self_weight,
-                                                     pair_weight, name))
+        return c.synchronize(n.pair_gossip_nonblocking(adapter, tensor, target_rank, self_weight,
+                                                       pair_weight, name, wait_follows=True))
 
     def hierarchical_neighbor_allreduce_nonblocking(tensor, self_weight=None,
                                                     src_machine_weights=None,
@@ -119,9 +127,9 @@ def make_ops(adapter):
         ``dst_machine_weights`` for a dynamic machine topology. Every rank of a machine
         passes the same values and gets the same result.
         """
-        return c.synchronize(hierarchical_neighbor_allreduce_nonblocking(
-            tensor, self_weight, src_machine_weights, dst_machine_weights, enable_topo_check,
-            name))
+        return c.synchronize(n.hierarchical_neighbor_allreduce_nonblocking(
+            adapter, tensor, self_weight, src_machine_weights, dst_machine_weights,
+            enable_topo_check, name, wait_follows=True))
 
     ops = dict(allreduce_nonblocking=allreduce_nonblocking,
                allreduce_nonblocking_=allreduce_nonblocking_, allreduce=allreduce,

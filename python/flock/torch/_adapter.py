@@ -7,6 +7,13 @@ uint8 storage with a dtype override the core understands.
 import torch
 from torch.utils import dlpack as _dlpack
 
+from flock._core_loader import core as _core
+
+# The capsule converters themselves: torch.utils.dlpack.from_dlpack first looks for
+# __dlpack__ on its argument, a few microseconds per call that a capsule never needs.
+_to_capsule = _dlpack.to_dlpack
+_from_capsule = getattr(torch._C, "_from_dlpack", _dlpack.from_dlpack)
+
 
 def _check(tensor):
     if not isinstance(tensor, torch.Tensor):
@@ -15,14 +22,16 @@ def _check(tensor):
 
 def contiguous(tensor):
     _check(tensor)
+    if not tensor.requires_grad and tensor.is_contiguous():
+        return tensor  # what detach().contiguous() would view, without two new tensor objects
     return tensor.detach().contiguous()
 
 
 def export(tensor):
     """A DLPack capsule of the tensor and the dtype override it needs."""
     if tensor.dtype == torch.bool:
-        return _dlpack.to_dlpack(tensor.view(torch.uint8)), "bool"
-    return _dlpack.to_dlpack(tensor), None
+        return _to_capsule(tensor.view(torch.uint8)), "bool"
+    return _to_capsule(tensor), None
 
 
 # From this size on, outputs come from flock's pool of reused memory: a fresh large
@@ -37,11 +46,10 @@ _POOLED_DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.fl
 
 def empty_like(tensor):
     dtype = _POOLED_DTYPES.get(tensor.dtype)
-    if (dtype is None or tensor.device.type != "cpu" or
+    if (dtype is None or not tensor.is_cpu or
             tensor.numel() * tensor.element_size() < POOLED_OUTPUT_BYTES):
         return torch.empty_like(tensor, memory_format=torch.contiguous_format)
-    from flock._core_loader import core
-    return import_capsule(core.pooled_empty(list(tensor.shape), dtype), like=tensor)
+    return import_capsule(_core.pooled_empty(list(tensor.shape), dtype), like=tensor)
 
 
 def empty(shape, like):
@@ -64,5 +72,5 @@ def same_memory(a, b):
 
 def import_capsule(capsule, like):
     """The engine's output tensor (zero copy), with ``like``'s dtype."""
-    tensor = _dlpack.from_dlpack(capsule)
+    tensor = _from_capsule(capsule)
     return tensor.view(torch.bool) if like.dtype == torch.bool else tensor

@@ -5,8 +5,8 @@
 // instead of hanging.
 #include <gtest/gtest.h>
 
-#include <Eigen/Dense>
 #include <flock/topology/generators.h>
+#include <Eigen/Dense>
 
 #include <cstring>
 #include <memory>
@@ -20,15 +20,17 @@ namespace flock::testing {
 namespace {
 
 // Rank r's value at element k: distinct per rank and position.
-double Value(int rank, int64_t k) { return rank + 0.001 * static_cast<double>(k % 1000); }
+double Value(int rank, int64_t k) {
+  return rank + 0.001 * static_cast<double>(k % 1000);
+}
 
 Status RunNeighborAllreduce(const std::string& name, std::vector<double>& in,
                             std::vector<double>& out, const NeighborWeights& weights,
                             bool check = true) {
   Runtime& runtime = *SharedRuntime();
   const int64_t n = static_cast<int64_t>(in.size());
-  OpRequest op = MakeRequest(OpKind::kNeighborAllreduce, name,
-                             TensorView{in.data(), DataType::kFloat64, {n}});
+  OpRequest op =
+      MakeRequest(OpKind::kNeighborAllreduce, name, TensorView{in.data(), DataType::kFloat64, {n}});
   PrepareNeighborAllreduce(runtime, op, weights, check);
   auto handle = runtime.engine().Submit(std::move(op),
                                         TensorView{out.data(), DataType::kFloat64, {n}}, nullptr);
@@ -110,7 +112,7 @@ TEST(NeighborMpiAllgather, InNeighboursInOrderWithRowsDifferingPerRank) {
   PrepareNeighborAllgather(runtime, op, std::nullopt, std::nullopt);
   auto handle = runtime.engine().Submit(std::move(op), TensorView{}, nullptr);
   ASSERT_TRUE(handle.ok());
-  auto done = runtime.engine().handles().Wait(handle.value(), std::chrono::milliseconds(50), nullptr);
+  auto done = runtime.engine().Wait(handle.value(), std::chrono::milliseconds(50), nullptr);
   ASSERT_TRUE(done.ok() && done.value().status.ok());
   const auto& gathered = done.value().gathered;
   ASSERT_NE(gathered, nullptr);

@@ -26,7 +26,7 @@ HandleId SubmitAllreduce(Engine& engine, const std::string& name, std::vector<T>
 }
 
 inline Status WaitFor(Engine& engine, HandleId handle) {
-  auto done = engine.handles().Wait(handle, std::chrono::milliseconds(50), nullptr);
+  auto done = engine.Wait(handle, std::chrono::milliseconds(50), nullptr);
   return done.ok() ? done.value().status : done.status();
 }
 

@@ -5,6 +5,8 @@ import gc
 import json
 import os
 import random
+import signal
+import threading
 import time
 
 import numpy as np
@@ -97,6 +99,51 @@ def test_a_burst_of_nonblocking_calls_wakes_the_engine_once(size):
     _holds_on_every_rank_within_three_attempts(
         lambda: _burst_of_small_allreduces(size, "burst", 256)["submit_wakeups"],
         10, "engine wake-ups for 100 nonblocking submissions")
+
+
+def test_blocking_calls_run_the_engine_loop_on_the_waiting_thread(rank, size):
+    # A blocking call does not wake the engine thread at submission; its wait
+    # takes the loop from the engine thread and runs it (counter driven_waits).
+    # Without that, each call pays two thread wake-ups (~12 us each here).
+    x = torch.full((256,), float(rank))
+    calls = 40
+    before = bf.engine_counters()
+    for i in range(calls):
+        assert bf.allreduce(x, name="drive.g", op="sum")[0].item() == size * (size - 1) / 2
+        out = bf.neighbor_allreduce(x, name="drive.n")
+        assert out.shape == x.shape
+    bf.barrier()
+    after = bf.engine_counters()
+    assert after["submit_wakeups"] == before["submit_wakeups"]
+    driven = after["driven_waits"] - before["driven_waits"]
+    # A wait finds its op already done only if the engine thread happened to run it.
+    assert driven >= calls, "only {} of {} blocking calls drove the loop".format(driven, 2 * calls)
+    assert after["driven_done"] - before["driven_done"] >= calls // 2
+
+
+@needs_ranks(2)
+def test_ctrl_c_interrupts_a_wait_for_a_late_peer(rank, size):
+    # Rank 1 waits for rank 0, which sends only after that wait was interrupted:
+    # the waiting thread drives the loop for a while, then sleeps in a wait that
+    # checks for signals, so Ctrl-C ends it; the op itself completes later.
+    x = torch.full((4,), float(rank + 1))
+    handle = None
+    if rank == 1:
+        handle = bf.neighbor_allreduce_nonblocking(x, self_weight=0.5, src_weights={0: 0.5},
+                                                   dst_weights=[], name="late.peer")
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            bf.synchronize(handle)
+        assert time.monotonic() - start < 2.0
+    bf.barrier()
+    if rank == 0:
+        handle = bf.neighbor_allreduce_nonblocking(x, self_weight=1.0, src_weights={},
+                                                   dst_weights=[1], name="late.peer")
+    if handle is not None:
+        expected = 1.0 if rank == 0 else 0.5 * 2.0 + 0.5 * 1.0
+        assert bf.synchronize(handle).tolist() == [expected] * 4
 
 
 def test_repeated_names_use_the_response_cache(size):
