@@ -28,13 +28,9 @@ constexpr double kMaxNetworkPollSleepUs = 100;
 // How long after the last activity the loop keeps polling without sleeping
 // while something is in flight.
 constexpr auto kSpinWindow = std::chrono::microseconds(200);
-// The same for a caller that drives (see TryDrive): it waits anyway, and
-// handing over costs its own wake-up later; on a busy machine a peer's
-// answer may take longer than kSpinWindow.
-constexpr auto kDriverSpinWindow = std::chrono::microseconds(200);
 // How long a waiting caller runs the engine's loop itself (see TryDrive)
-// before it leaves the rest to the engine thread and sleeps, checking for
-// Ctrl-C again.
+// before it leaves the rest to the engine thread and sleeps: the wake-ups it
+// saves matter for short ops, not against a millisecond of transfer.
 constexpr auto kMaxDrive = std::chrono::milliseconds(1);
 // How often an engine with nothing in flight looks for neighbours' messages.
 constexpr auto kIdlePollInterval = std::chrono::milliseconds(10);
@@ -164,7 +160,7 @@ void Engine::TryDrive(HandleId id) {
     const Result<bool> finished = handles_.IsDone(id);
     done = !finished.ok() || finished.value();
     if (done) break;
-    const IdlePlan plan = PlanIdle(Step(), kDriverSpinWindow);
+    const IdlePlan plan = PlanIdle(Step());
     // A sleep is the engine thread's to take: this caller sleeps in its Wait.
     if (plan.kind == IdleKind::kSleep) break;
     if (plan.kind == IdleKind::kYield) std::this_thread::yield();
@@ -455,7 +451,7 @@ Clock::time_point Engine::AnnounceDeadline() const {
   return std::min(last_unsent_ + cycle, first_unsent_ + 10 * cycle);
 }
 
-Engine::IdlePlan Engine::PlanIdle(bool did_work, Clock::duration spin_window) {
+Engine::IdlePlan Engine::PlanIdle(bool did_work) {
   const auto now = Clock::now();
   if (did_work || (finished_ && neighbor_->done())) {
     idle_sleep_us_ = 0;
@@ -496,7 +492,7 @@ Engine::IdlePlan Engine::PlanIdle(bool did_work, Clock::duration spin_window) {
                         (neighbor_->busy() && (!neighbor_->has_unsent() || someone_waits)) ||
                         coordinating;
   if (size_ > 1 && awaiting && (someone_waits || coordinating) &&
-      now - last_activity_ < spin_window) {
+      now - last_activity_ < kSpinWindow) {
     // A response (or a peer's announcement) is due within microseconds on a
     // shared-memory job: yielding beats any sleep, whose wake-up alone costs
     // tens of microseconds.
@@ -524,7 +520,7 @@ Engine::IdlePlan Engine::PlanIdle(bool did_work, Clock::duration spin_window) {
 }
 
 void Engine::Idle(bool did_work) {
-  const IdlePlan plan = PlanIdle(did_work, kSpinWindow);
+  const IdlePlan plan = PlanIdle(did_work);
   if (plan.kind == IdleKind::kRun) return;
   // Yielding or asleep, the engine thread lets a waiting caller take the loop
   // (see TryDrive): a yield on a busy core may last a whole time slice.

@@ -73,7 +73,7 @@ class Engine {
   // Waits for a handle (use this, not handles().Wait): the caller takes the
   // loop at the engine thread's next pause and runs it until the op is done —
   // a blocking call then costs neither the engine's wake-up nor its own — or
-  // until it would sleep (or 20 ms pass), then hands it back and sleeps.
+  // until it would sleep (or 1 ms passes), then hands it back and sleeps.
   Result<Completion> Wait(HandleId id, std::chrono::milliseconds poll_interval,
                           const std::function<Status()>& interrupted);
 
@@ -107,9 +107,7 @@ class Engine {
       return {IdleKind::kSleep, until, gathering};
     }
   };
-  // `spin_window`: how long after the last activity it yields rather than
-  // sleeps while a response is due.
-  IdlePlan PlanIdle(bool did_work, Clock::duration spin_window);
+  IdlePlan PlanIdle(bool did_work);
   void Idle(bool did_work);
   void TryDrive(HandleId id);
   Clock::time_point AnnounceDeadline() const;

@@ -102,9 +102,12 @@ def test_a_burst_of_nonblocking_calls_wakes_the_engine_once(size):
 
 
 def test_blocking_calls_run_the_engine_loop_on_the_waiting_thread(rank, size):
-    # A blocking call does not wake the engine thread at submission; its wait
-    # takes the loop from the engine thread and runs it (counter driven_waits).
-    # Without that, each call pays two thread wake-ups (~12 us each here).
+    # A blocking call never wakes the engine thread at submission. Its wait
+    # takes the loop if the engine thread is not running and runs it (counter
+    # driven_waits), saving two thread wake-ups (~12 us each here). With a core
+    # per thread the engine thread sleeps between blocking calls, so nearly
+    # every wait drives; with more ranks than cores it is often still awake
+    # from the last call, and then it finishes the op itself.
     x = torch.full((256,), float(rank))
     calls = 40
     before = bf.engine_counters()
@@ -112,13 +115,13 @@ def test_blocking_calls_run_the_engine_loop_on_the_waiting_thread(rank, size):
         assert bf.allreduce(x, name="drive.g", op="sum")[0].item() == size * (size - 1) / 2
         out = bf.neighbor_allreduce(x, name="drive.n")
         assert out.shape == x.shape
-    bf.barrier()
     after = bf.engine_counters()
     assert after["submit_wakeups"] == before["submit_wakeups"]
-    driven = after["driven_waits"] - before["driven_waits"]
-    # A wait finds its op already done only if the engine thread happened to run it.
-    assert driven >= calls, "only {} of {} blocking calls drove the loop".format(driven, 2 * calls)
-    assert after["driven_done"] - before["driven_done"] >= calls // 2
+    if 2 * size <= (os.cpu_count() or 1):
+        driven = after["driven_waits"] - before["driven_waits"]
+        assert driven >= calls, "only {} of {} blocking calls drove the loop".format(
+            driven, 2 * calls)
+        assert after["driven_done"] - before["driven_done"] >= calls // 2
 
 
 @needs_ranks(2)
