@@ -26,7 +26,8 @@ constexpr double kSleepFractionOfWait = 0.125;
 // the socket buffers never run dry (at 10 Gbit/s, 100 us is 125 KB).
 constexpr double kMaxNetworkPollSleepUs = 100;
 // How long after the last activity the loop keeps polling without sleeping
-// while something is in flight.
+// while a response is due and someone on this rank waits for it (or, on the
+// coordinator, other ranks' announcements are pending).
 constexpr auto kSpinWindow = std::chrono::microseconds(200);
 // How long a waiting caller runs the engine's loop itself (see TryDrive)
 // before it leaves the rest to the engine thread and sleeps: the wake-ups it
@@ -64,13 +65,15 @@ Engine::Engine(Transport& transport, const Config& config)
         Finish(request, std::move(status), std::move(gathered));
       });
   handles_.SetWaitListener([this] {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      flush_requested_ = true;
-      user_signal_.store(true, std::memory_order_release);
-    }
+    RequestFlush();
     wake_.Unpark();
   });
+}
+
+void Engine::RequestFlush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  flush_requested_ = true;
+  user_signal_.store(true, std::memory_order_seq_cst);
 }
 
 Engine::~Engine() {
@@ -148,11 +151,7 @@ void Engine::TryDrive(HandleId id) {
   std::unique_lock<std::mutex> driving(driver_, std::try_to_lock);
   if (!driving.owns_lock() || finished_) return;  // busy, or gone
   active_drivers_.fetch_add(1, std::memory_order_seq_cst);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    flush_requested_ = true;  // as the wait listener does, without waking anyone
-    user_signal_.store(true, std::memory_order_seq_cst);
-  }
+  RequestFlush();  // as the wait listener does, without waking anyone
   ++counters_.driven_waits;
   const auto give_up = Clock::now() + kMaxDrive;
   bool done = false;
@@ -171,12 +170,15 @@ void Engine::TryDrive(HandleId id) {
   // other ranks announce later reaches the coordinator with this rank's own
   // announcement, which wakes it).
   const bool wake_engine = !done || !pending_.empty() || !unsent_.empty() || neighbor_->busy() ||
-                           neighbor_->has_unsent();
+                           neighbor_->has_unsent() || (shutdown_announced_ && !finished_);
   driving.unlock();
   // Counted down after unlocking: the engine thread, asleep until it sees no
-  // driver, then finds the lock free (no futex call to wake it from the mutex).
+  // driver, then usually finds the lock free (no futex call to wake it).
   active_drivers_.fetch_sub(1, std::memory_order_seq_cst);
-  if (wake_engine) wake_.Unpark();
+  // A submission, a wait or a stop since this driver's last Step woke an
+  // engine thread that went back to sleep because a driver was active: wake
+  // it again (seq_cst with its check of active_drivers_).
+  if (wake_engine || user_signal_.load(std::memory_order_seq_cst)) wake_.Unpark();
 }
 
 void Engine::Run() {
@@ -499,8 +501,9 @@ Engine::IdlePlan Engine::PlanIdle(bool did_work) {
     return IdlePlan::Yield();
   }
   // A request, a wait or a stop since the last Step: no sleep. One arriving
-  // after this check leaves the parker a wake-up (except a global op joining
-  // the window below, which waits for the window's end or a wait by design).
+  // after this check leaves the parker a wake-up — except a global op joining
+  // the window below (which waits for the window's end or a wait by design)
+  // and a blocking call's submission (its own wait drives or wakes the loop).
   if (user_signal_.load(std::memory_order_seq_cst)) return IdlePlan::Run();
   const bool must_poll =
       size_ > 1 && (rank_ == 0 || !pending_.empty() || neighbor_->busy() || shutdown_announced_);
@@ -539,7 +542,9 @@ void Engine::Idle(bool did_work) {
     wake_.ParkUntil(plan.until);
   }
   // While a caller drives, it does this thread's work: sleep until it wakes
-  // this thread (see TryDrive); the interval is only a safety net.
+  // this thread (see TryDrive: it does when it hands over or leaves work or
+  // news behind; after a blocking call that left nothing, the 10 ms idle poll
+  // is all this thread needs).
   while (active_drivers_.load(std::memory_order_seq_cst) > 0) wake_.ParkFor(kIdlePollInterval);
   driver_.lock();
 }

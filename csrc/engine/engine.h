@@ -22,7 +22,8 @@
 // 10 us, lanes to other hosts every 10-100 us (the socket buffers carry the
 // bytes between polls), a due response after an eighth of the time waited so
 // far (10 us to 1 ms), and with nothing in flight a worker sleeps on its
-// Parker until a request arrives. Fusion: an announcement waits until no
+// Parker until a request arrives (looking for late neighbour notices every
+// 10 ms). Fusion: an announcement waits until no
 // request has arrived for FLOCK_CYCLE_TIME_MS (at most ten cycles in all),
 // unless a thread is already waiting for one of its requests; the engine
 // sleeps through that window, and global ops submitted meanwhile join it
@@ -70,10 +71,12 @@ class Engine {
   // engine is not woken: the Wait drives it or wakes it.
   Result<HandleId> Submit(OpRequest op, TensorView output, std::shared_ptr<void> keep_alive,
                           bool wait_follows = false);
-  // Waits for a handle (use this, not handles().Wait): the caller takes the
-  // loop at the engine thread's next pause and runs it until the op is done —
-  // a blocking call then costs neither the engine's wake-up nor its own — or
-  // until it would sleep (or 1 ms passes), then hands it back and sleeps.
+  // Waits for a handle (use this, not handles().Wait). If the loop is free —
+  // the engine thread sleeps or yields, and no other caller drives — the
+  // caller runs it until the op is done (a blocking call then costs neither
+  // the engine's wake-up nor its own), or until it would sleep (or 1 ms
+  // passes), then hands it back. Otherwise, or then, it sleeps until done.
+  // A driver runs collectives itself: Ctrl-C waits for the one under way.
   Result<Completion> Wait(HandleId id, std::chrono::milliseconds poll_interval,
                           const std::function<Status()>& interrupted);
 
@@ -110,6 +113,8 @@ class Engine {
   IdlePlan PlanIdle(bool did_work);
   void Idle(bool did_work);
   void TryDrive(HandleId id);
+  // A thread waits: flush the fusion windows at the next Step.
+  void RequestFlush();
   Clock::time_point AnnounceDeadline() const;
 
   Transport& transport_;
@@ -139,8 +144,8 @@ class Engine {
   std::atomic<bool> gathering_{false};
 
   // Held by whichever thread runs the loop: the engine thread, except while it
-  // sleeps, when a waiting caller may drive instead (TryDrive). Everything
-  // below is the driver's.
+  // yields or sleeps, when a waiting caller may drive instead (TryDrive).
+  // Everything below is the driver's.
   std::mutex driver_;
   std::atomic<int> active_drivers_{0};  // a caller drives: the engine thread stays asleep
 

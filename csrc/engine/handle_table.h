@@ -1,8 +1,9 @@
 // HandleTable: what a user thread holds while the engine works on its request.
 //
 // Submitting creates a pending handle that also keeps the request's tensors
-// alive (an opaque keep-alive owned by the caller's framework). The engine
-// thread completes it with a Status (and, for allgather, the gathered tensor).
+// alive (an opaque keep-alive owned by the caller's framework). The engine's
+// loop completes it with a Status (and, for allgather, the gathered tensor) —
+// on the engine thread, or on a waiting thread that drives the loop.
 // Waiting removes the entry and hands everything back — keep-alive included —
 // so the framework objects are released on the user's thread, never on the
 // engine's.

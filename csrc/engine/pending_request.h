@@ -1,4 +1,4 @@
-// PendingRequest: one submitted op as the engine thread holds it.
+// PendingRequest: one submitted op as the engine's loop holds it.
 #pragma once
 
 #include <chrono>
