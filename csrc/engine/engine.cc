@@ -16,31 +16,8 @@ namespace {
 constexpr int kReadyTag = 1;
 constexpr int kResponseTag = 2;
 constexpr int kShutdownTag = 3;
-constexpr double kMinSleepUs = 10;
-constexpr double kMaxSleepUs = 1000;
-// While awaiting, each sleep lasts this fraction of the time already waited: a
-// message arriving after W is seen by about W * 1.125, while a long wait still
-// polls only every kMaxSleepUs. (Doubling sleeps could see it only at 2 W.)
-constexpr double kSleepFractionOfWait = 0.125;
-// Longest pause between polls while bytes cross a network: short enough that
-// the socket buffers never run dry (at 10 Gbit/s, 100 us is 125 KB).
-constexpr double kMaxNetworkPollSleepUs = 100;
-// How long after the last activity the loop keeps polling without sleeping
-// while a response is due and someone on this rank waits for it (or, on the
-// coordinator, other ranks' announcements are pending).
-constexpr auto kSpinWindow = std::chrono::microseconds(200);
-// How long a waiting caller runs the engine's loop itself (see TryDrive)
-// before it leaves the rest to the engine thread and sleeps: the wake-ups it
-// saves matter for short ops, not against a millisecond of transfer.
-constexpr auto kMaxDrive = std::chrono::milliseconds(1);
-// How often an engine with nothing in flight looks for neighbours' messages.
-constexpr auto kIdlePollInterval = std::chrono::milliseconds(10);
 // How long a stopping engine waits for the other ranks' neighbour goodbyes.
 constexpr auto kNeighborDrainLimit = std::chrono::seconds(10);
-
-std::chrono::nanoseconds Microseconds(double us) {
-  return std::chrono::nanoseconds(static_cast<int64_t>(us * 1000));
-}
 
 }  // namespace
 
@@ -132,53 +109,6 @@ Result<HandleId> Engine::Submit(OpRequest op, TensorView output, std::shared_ptr
   if (!(may_join_window && gathering_.load(std::memory_order_seq_cst)) && wake_.Unpark())
     ++counters_.submit_wakeups;
   return handle;
-}
-
-Result<Completion> Engine::Wait(HandleId id, std::chrono::milliseconds poll_interval,
-                                const std::function<Status()>& interrupted) {
-  TryDrive(id);
-  return handles_.Wait(id, poll_interval, interrupted);
-}
-
-void Engine::TryDrive(HandleId id) {
-  const Result<bool> already = handles_.IsDone(id);
-  if (!already.ok() || already.value()) return;  // nothing to wait for: collect it at once
-  // One try: the loop is free while the engine thread sleeps (or yields).
-  // Awake and busy — other work, another caller driving — it finishes this op
-  // too, and the caller sleeps until it does. Waiting for the loop instead
-  // passes it back and forth, a context switch each way: on 4 ranks sharing
-  // 2 cores that made a 1 MiB neighbor_allreduce ~40 % slower.
-  std::unique_lock<std::mutex> driving(driver_, std::try_to_lock);
-  if (!driving.owns_lock() || finished_) return;  // busy, or gone
-  active_drivers_.fetch_add(1, std::memory_order_seq_cst);
-  RequestFlush();  // as the wait listener does, without waking anyone
-  ++counters_.driven_waits;
-  const auto give_up = Clock::now() + kMaxDrive;
-  bool done = false;
-  while (!finished_ && Clock::now() < give_up) {
-    const Result<bool> finished = handles_.IsDone(id);
-    done = !finished.ok() || finished.value();
-    if (done) break;
-    const IdlePlan plan = PlanIdle(Step());
-    // A sleep is the engine thread's to take: this caller sleeps in its Wait.
-    if (plan.kind == IdleKind::kSleep) break;
-    if (plan.kind == IdleKind::kYield) std::this_thread::yield();
-  }
-  if (done) ++counters_.driven_done;
-  // The engine thread sleeps until a driver wakes it: when this one hands
-  // over, or leaves work in flight (a blocking call usually leaves none; what
-  // other ranks announce later reaches the coordinator with this rank's own
-  // announcement, which wakes it).
-  const bool wake_engine = !done || !pending_.empty() || !unsent_.empty() || neighbor_->busy() ||
-                           neighbor_->has_unsent() || (shutdown_announced_ && !finished_);
-  driving.unlock();
-  // Counted down after unlocking: the engine thread, asleep until it sees no
-  // driver, then usually finds the lock free (no futex call to wake it).
-  active_drivers_.fetch_sub(1, std::memory_order_seq_cst);
-  // A submission, a wait or a stop since this driver's last Step woke an
-  // engine thread that went back to sleep because a driver was active: wake
-  // it again (seq_cst with its check of active_drivers_).
-  if (wake_engine || user_signal_.load(std::memory_order_seq_cst)) wake_.Unpark();
 }
 
 void Engine::Run() {
@@ -451,102 +381,6 @@ Clock::time_point Engine::AnnounceDeadline() const {
   const auto cycle = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
   return std::min(last_unsent_ + cycle, first_unsent_ + 10 * cycle);
-}
-
-Engine::IdlePlan Engine::PlanIdle(bool did_work) {
-  const auto now = Clock::now();
-  if (did_work || (finished_ && neighbor_->done())) {
-    idle_sleep_us_ = 0;
-    last_activity_ = now;
-    return IdlePlan::Run();
-  }
-  // The loop spins only for a thread of this rank that waits (a driving
-  // caller, or one blocked on a result: any, cheaper to ask than to track, and
-  // a thread that waits is not computing). Otherwise its user threads compute,
-  // and a spinning loop would take their core.
-  const bool someone_waits =
-      active_drivers_.load(std::memory_order_relaxed) > 0 || handles_.has_blocked_waiter();
-  const NeighborExchange::Transfers transfers = neighbor_->transfers();
-  if (transfers.any && someone_waits) {
-    // Lanes move only while MPI is polled: large shared-memory messages go
-    // fragment by fragment, and the TCP transport pushes and acknowledges
-    // fragments only inside MPI calls. Poll as a blocking MPI call would.
-    return IdlePlan::Yield();
-  }
-  if (user_signal_.load(std::memory_order_acquire)) return IdlePlan::Run();
-  if (transfers.on_this_host) {
-    // Nobody waits: a short pause still keeps shared-memory lanes moving.
-    return IdlePlan::Sleep(now + Microseconds(kMinSleepUs));
-  }
-  if (transfers.any) {
-    // Only lanes to other hosts, nobody waiting: bytes arrive at link speed,
-    // the kernel's socket buffers keep them moving between polls, and spinning
-    // through a whole transfer would take a core from training.
-    idle_sleep_us_ = std::clamp(idle_sleep_us_ * 2, kMinSleepUs, kMaxNetworkPollSleepUs);
-    return IdlePlan::Sleep(now + Microseconds(idle_sleep_us_));
-  }
-  // Requests still in the fusion window are not awaited: nothing about them is
-  // on its way, and spinning would take the core their submitter needs. (A
-  // blocked thread has flushed the window; neighbor calls then count again.)
-  // The coordinator spins for the other ranks' waiting threads too.
-  const bool coordinating = coordinator_ && coordinator_->pending_names() > 0;
-  const bool awaiting = pending_.size() > unsent_.size() ||
-                        (neighbor_->busy() && (!neighbor_->has_unsent() || someone_waits)) ||
-                        coordinating;
-  if (size_ > 1 && awaiting && (someone_waits || coordinating) &&
-      now - last_activity_ < kSpinWindow) {
-    // A response (or a peer's announcement) is due within microseconds on a
-    // shared-memory job: yielding beats any sleep, whose wake-up alone costs
-    // tens of microseconds.
-    return IdlePlan::Yield();
-  }
-  // A request, a wait or a stop since the last Step: no sleep. One arriving
-  // after this check leaves the parker a wake-up — except a global op joining
-  // the window below (which waits for the window's end or a wait by design)
-  // and a blocking call's submission (its own wait drives or wakes the loop).
-  if (user_signal_.load(std::memory_order_seq_cst)) return IdlePlan::Run();
-  const bool must_poll =
-      size_ > 1 && (rank_ == 0 || !pending_.empty() || neighbor_->busy() || shutdown_announced_);
-  if (!unsent_.empty() || neighbor_->has_unsent()) {
-    // Fusion window: sleep until it ends or a thread starts waiting.
-    auto deadline = Clock::time_point::max();
-    if (!unsent_.empty()) deadline = AnnounceDeadline();
-    if (neighbor_->has_unsent()) deadline = std::min(deadline, neighbor_->flush_deadline());
-    return IdlePlan::Sleep(deadline, /*gathering=*/true);
-  }
-  // Nothing in flight. Still look for neighbours' messages now and then: a
-  // rank whose call ended must answer a late topology-check notice.
-  if (!must_poll) return IdlePlan::Sleep(now + kIdlePollInterval);
-  const double waited_us = std::chrono::duration<double, std::micro>(now - last_activity_).count();
-  return IdlePlan::Sleep(
-      now + Microseconds(std::clamp(waited_us * kSleepFractionOfWait, kMinSleepUs, kMaxSleepUs)));
-}
-
-void Engine::Idle(bool did_work) {
-  const IdlePlan plan = PlanIdle(did_work);
-  if (plan.kind == IdleKind::kRun) return;
-  // Yielding or asleep, the engine thread lets a waiting caller take the loop
-  // (see TryDrive): a yield on a busy core may last a whole time slice.
-  driver_.unlock();
-  if (plan.kind == IdleKind::kYield) {
-    std::this_thread::yield();
-  } else if (plan.gathering) {
-    // A submission that still saw gathering_ false has left a wake-up.
-    // Sequentially consistent with user_signal_: a submitter that still sees
-    // gathering_ set must not race with an engine that cleared it and then
-    // misses the submitter's user_signal_ (a Dekker pair).
-    gathering_.store(true, std::memory_order_seq_cst);
-    wake_.ParkUntil(plan.until);
-    gathering_.store(false, std::memory_order_seq_cst);
-  } else {
-    wake_.ParkUntil(plan.until);
-  }
-  // While a caller drives, it does this thread's work: sleep until it wakes
-  // this thread (see TryDrive: it does when it hands over or leaves work or
-  // news behind; after a blocking call that left nothing, the 10 ms idle poll
-  // is all this thread needs).
-  while (active_drivers_.load(std::memory_order_seq_cst) > 0) wake_.ParkFor(kIdlePollInterval);
-  driver_.lock();
 }
 
 }  // namespace flock
