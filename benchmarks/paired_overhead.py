@@ -1,20 +1,30 @@
-"""flock's allreduce overhead over MPI_Allreduce, measured in pairs inside one process.
+"""flock's overhead over raw MPI, measured in pairs inside one process.
 
-run_allreduce.py compares separate programs run seconds apart; on a shared
-machine a busy spell can land on one of them. Here one flock process calls,
-on the same torch buffer and alternating iteration by iteration:
+run_allreduce.py and run_neighbor.py compare separate programs run seconds
+apart; on a shared machine (and more so with more ranks than cores) a busy
+spell can land on one of them. Here one flock process calls, on the same torch
+buffers and alternating iteration by iteration:
 
-  mpi    MPI_Allreduce(MPI_IN_PLACE, float32, MPI_SUM) through ctypes, on the
-         calling thread
-  flock  bf.allreduce_(t, op="sum"), which flock's engine thread carries out
+  --op allreduce (default)
+    mpi    MPI_Allreduce(MPI_IN_PLACE, float32, MPI_SUM) through ctypes, on the
+           calling thread
+    flock  bf.allreduce_(t, op="sum")
+  --op neighbor_allreduce (the static topology, ExponentialGraph after init)
+    mpi    the floor of raw_mpi_neighbor.cc through ctypes: MPI_Irecv from every
+           in-neighbour into its own preallocated buffer, MPI_Isend to every
+           out-neighbour, MPI_Waitall, then out = w*x + sum of w*recv_j in torch
+           (w = 1 / (indegree + 1))
+    flock  out = bf.neighbor_allreduce(t), out of place, as users call it
 
 so both see the same load. The protocol is otherwise the one of
 bench_allreduce.py (barrier before each timed call, max over ranks, median).
-The ctypes call itself costs about a microsecond of Python more than C would,
-so small-size differences to raw_mpi_allreduce.cc are slightly understated.
+Each ctypes call costs about a microsecond of Python more than C would, so
+small-size differences to the C floors are slightly understated. The first
+warm-up iteration checks that both variants give the same result.
 OpenMPI only (it uses OpenMPI's symbol names for MPI_COMM_WORLD and friends).
 
-    flockrun -np 2 python benchmarks/paired_overhead.py [--max-bytes N] [--reps N]
+    flockrun -np 2 python benchmarks/paired_overhead.py [--op OP] [--min-bytes N]
+        [--max-bytes N] [--reps N]
 """
 
 import argparse
@@ -30,6 +40,7 @@ import torch
 import flock.torch as bf
 
 VARIANTS = ("mpi", "flock")
+NEIGHBOR_TAG = 4242  # MPI_COMM_WORLD; flock talks on communicators of its own
 
 
 class Mpi:
@@ -42,6 +53,11 @@ class Mpi:
         self.world, self.float32 = handle("ompi_mpi_comm_world"), handle("ompi_mpi_float")
         self.sum = handle("ompi_mpi_op_sum")
         lib.MPI_Allreduce.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int] + [ctypes.c_void_p] * 3
+        point_to_point = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        lib.MPI_Irecv.argtypes = point_to_point
+        lib.MPI_Isend.argtypes = point_to_point
+        lib.MPI_Waitall.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
         self.lib = lib
 
     def allreduce_(self, tensor):
@@ -49,18 +65,59 @@ class Mpi:
         self.lib.MPI_Allreduce(in_place, tensor.data_ptr(), tensor.numel(), self.float32,
                                self.sum, self.world)
 
+    def neighbor_allreduce(self, x, out, received, sources, destinations):
+        """out = w*x + sum of w*received[j], received[j] from sources[j]."""
+        requests = (ctypes.c_void_p * (len(sources) + len(destinations)))()
+        count = x.numel()
+        for j, source in enumerate(sources):
+            self.lib.MPI_Irecv(received[j].data_ptr(), count, self.float32, source, NEIGHBOR_TAG,
+                               self.world, ctypes.byref(requests, j * ctypes.sizeof(ctypes.c_void_p)))
+        for j, destination in enumerate(destinations):
+            slot = (len(sources) + j) * ctypes.sizeof(ctypes.c_void_p)
+            self.lib.MPI_Isend(x.data_ptr(), count, self.float32, destination, NEIGHBOR_TAG,
+                               self.world, ctypes.byref(requests, slot))
+        self.lib.MPI_Waitall(len(requests), requests, None)  # NULL: MPI_STATUSES_IGNORE
+        weight = 1.0 / (len(sources) + 1)
+        torch.mul(x, weight, out=out)
+        for buffer in received:
+            out.add_(buffer, alpha=weight)
+        return out
 
-def measure_size(mpi, nbytes, reps):
-    tensor = torch.zeros(nbytes // 4, dtype=torch.float32)
-    name = "paired.{}".format(nbytes)
+
+def make_runner(mpi, op, nbytes):
+    """run(variant) -> the result tensor, for one op on nbytes of float32."""
+    name = "paired.{}.{}".format(op, nbytes)
+    if op == "allreduce":
+        tensor = torch.zeros(nbytes // 4, dtype=torch.float32)
+
+        def run(variant):
+            if variant == "flock":
+                return bf.allreduce_(tensor, op="sum", name=name)
+            mpi.allreduce_(tensor)
+            return tensor
+        return run
+    x = torch.arange(nbytes // 4, dtype=torch.float32) * (bf.rank() + 1)
+    sources, destinations = bf.in_neighbor_ranks(), bf.out_neighbor_ranks()
+    out = torch.empty_like(x)
+    received = [torch.empty_like(x) for _ in sources]
 
     def run(variant):
         if variant == "flock":
-            bf.allreduce_(tensor, op="sum", name=name)
-        else:
-            mpi.allreduce_(tensor)
+            return bf.neighbor_allreduce(x, name=name)
+        return mpi.neighbor_allreduce(x, out, received, sources, destinations)
+    return run
 
-    for variant in VARIANTS * 3:  # warm-up
+
+def measure_size(mpi, op, nbytes, reps):
+    run = make_runner(mpi, op, nbytes)
+    results = {}
+    for variant in VARIANTS:  # the first warm-up: both variants agree
+        bf.barrier()
+        results[variant] = run(variant).clone()
+    if op == "neighbor_allreduce" and not torch.allclose(results["mpi"], results["flock"]):
+        raise SystemExit("rank {}: neighbor_allreduce differs from the MPI floor at {} bytes"
+                         .format(bf.rank(), nbytes))
+    for variant in VARIANTS * 2:  # warm-up
         bf.barrier()
         run(variant)
     elapsed = {variant: [] for variant in VARIANTS}
@@ -79,6 +136,8 @@ def measure_size(mpi, nbytes, reps):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--op", choices=("allreduce", "neighbor_allreduce"), default="allreduce")
+    parser.add_argument("--min-bytes", type=int, default=4 << 10)
     parser.add_argument("--max-bytes", type=int, default=64 << 20)
     parser.add_argument("--reps", type=int, default=0, help="default: 100 below 4 MiB, else 30")
     args = parser.parse_args(argv)
@@ -86,12 +145,12 @@ def main(argv=None):
     bf.init()
     mpi = Mpi()
     rows = []
-    nbytes = 4 << 10
+    nbytes = args.min_bytes
     while nbytes <= args.max_bytes:
         reps = args.reps or (100 if nbytes < (4 << 20) else 30)
-        med = measure_size(mpi, nbytes, reps)
+        med = measure_size(mpi, args.op, nbytes, reps)
         if bf.rank() == 0:
-            print(json.dumps({"np": bf.size(), "bytes": nbytes, "reps": reps,
+            print(json.dumps({"op": args.op, "np": bf.size(), "bytes": nbytes, "reps": reps,
                               **{v + "_ms": m for v, m in med.items()}}), flush=True)
         rows.append((nbytes, med))
         nbytes *= 4

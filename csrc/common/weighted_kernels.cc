@@ -24,7 +24,17 @@ void PairTyped(void* acc_raw, const void* x_raw, double wx, const void* y_raw, d
   const auto* __restrict x = static_cast<const T*>(x_raw);
   const auto* __restrict y = static_cast<const T*>(y_raw);
   const C cx = static_cast<C>(wx), cy = static_cast<C>(wy);
-  for (int64_t i = 0; i < count; ++i) acc[i] = cx * Arith<T>::Load(x[i]) + cy * Arith<T>::Load(y[i]);
+  for (int64_t i = 0; i < count; ++i)
+    acc[i] = cx * Arith<T>::Load(x[i]) + cy * Arith<T>::Load(y[i]);
+}
+
+template <typename T>
+void BlendTyped(void* acc_raw, double wacc, const void* x_raw, double wx, int64_t count) {
+  auto* __restrict acc = static_cast<T*>(acc_raw);
+  const auto* __restrict x = static_cast<const T*>(x_raw);
+  const T cacc = static_cast<T>(wacc), cx = static_cast<T>(wx);
+  // x's term first, as WeightedPair(acc, x, wx, acc, wacc) would add them.
+  for (int64_t i = 0; i < count; ++i) acc[i] = cx * x[i] + cacc * acc[i];
 }
 
 template <typename T>
@@ -71,6 +81,20 @@ Status WeightedPair(void* acc, const void* x, double wx, const void* y, double w
     case DataType::kBFloat16: PairTyped<BFloat16>(acc, x, wx, y, wy, count); return Status::OK();
     case DataType::kFloat32: PairTyped<float>(acc, x, wx, y, wy, count); return Status::OK();
     case DataType::kFloat64: PairTyped<double>(acc, x, wx, y, wy, count); return Status::OK();
+    default: return NotFloating(dtype);
+  }
+}
+
+Status WeightedBlend(void* acc, double wacc, const void* x, double wx, DataType dtype,
+                     int64_t count) {
+  switch (dtype) {
+    case DataType::kFloat32: BlendTyped<float>(acc, wacc, x, wx, count); return Status::OK();
+    case DataType::kFloat64: BlendTyped<double>(acc, wacc, x, wx, count); return Status::OK();
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return Status::Internal(std::string("WeightedBlend needs an accumulator of the dtype itself, "
+                                          "not of ") +
+                              DataTypeName(dtype));
     default: return NotFloating(dtype);
   }
 }

@@ -20,6 +20,11 @@ Status WeightedStore(void* acc, const void* x, DataType dtype, double w, int64_t
 Status WeightedPair(void* acc, const void* x, double wx, const void* y, double wy, DataType dtype,
                     int64_t count);
 
+// acc[i] = wx * x[i] + wacc * acc[i], for dtypes that are their own accumulator type
+// (float32, float64): a contribution that landed in the accumulator itself, then the store.
+Status WeightedBlend(void* acc, double wacc, const void* x, double wx, DataType dtype,
+                     int64_t count);
+
 // acc[i] += w * x[i].
 Status WeightedAccumulate(void* acc, const void* x, DataType dtype, double w, int64_t count);
 

@@ -125,6 +125,7 @@ void Engine::Run() {
   const auto give_up = Clock::now() + kNeighborDrainLimit;
   while (!neighbor_->done() && Clock::now() < give_up) Idle(Step());
   Step();  // requests queued at the very end fail here (this rank has left)
+  handles_.WakeHeld();
   if (!neighbor_->done()) {
     FLOCK_LOG(kWarning, "engine") << "stopped without every neighbour's goodbye after "
                                   << kNeighborDrainLimit.count() << " s";

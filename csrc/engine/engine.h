@@ -112,6 +112,8 @@ class Engine {
   };
   IdlePlan PlanIdle(bool did_work);
   void Idle(bool did_work);
+  // The engine thread takes the loop back once no caller drives it.
+  void Relock();
   void TryDrive(HandleId id);
   // A thread waits: flush the fusion windows at the next Step.
   void RequestFlush();
@@ -121,7 +123,7 @@ class Engine {
   const Config config_;
   const int rank_;
   const int size_;
-  HandleTable handles_;
+  HandleTable handles_{/*hold_wakes=*/true};  // see Idle: woken once the loop is let go
   Timeline timeline_;
   EngineCounters counters_;
   std::thread thread_;

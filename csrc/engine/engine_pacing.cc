@@ -74,6 +74,7 @@ void Engine::TryDrive(HandleId id) {
   const bool wake_engine = !done || !pending_.empty() || !unsent_.empty() || neighbor_->busy() ||
                            neighbor_->has_unsent() || (shutdown_announced_ && !finished_);
   driving.unlock();
+  handles_.WakeHeld();
   // Counted down after unlocking: the engine thread, asleep until it sees no
   // driver, then usually finds the lock free (no futex call to wake it).
   active_drivers_.fetch_sub(1, std::memory_order_seq_cst);
@@ -154,10 +155,19 @@ Engine::IdlePlan Engine::PlanIdle(bool did_work) {
 
 void Engine::Idle(bool did_work) {
   const IdlePlan plan = PlanIdle(did_work);
-  if (plan.kind == IdleKind::kRun) return;
+  if (plan.kind == IdleKind::kRun) {
+    if (!handles_.has_held_wakes()) return;
+    // A woken caller may take this thread's core at once: let go of the loop
+    // first, so that it can drive rather than wait for this thread.
+    driver_.unlock();
+    handles_.WakeHeld();
+    Relock();
+    return;
+  }
   // Yielding or asleep, the engine thread lets a waiting caller take the loop
   // (see TryDrive): a yield on a busy core may last a whole time slice.
   driver_.unlock();
+  handles_.WakeHeld();
   if (plan.kind == IdleKind::kYield) {
     std::this_thread::yield();
   } else if (plan.gathering) {
@@ -175,6 +185,10 @@ void Engine::Idle(bool did_work) {
   // this thread (see TryDrive: it does when it hands over or leaves work or
   // news behind; after a blocking call that left nothing, the 10 ms idle poll
   // is all this thread needs).
+  Relock();
+}
+
+void Engine::Relock() {
   while (active_drivers_.load(std::memory_order_seq_cst) > 0) wake_.ParkFor(kIdlePollInterval);
   driver_.lock();
 }

@@ -19,12 +19,41 @@ HandleId HandleTable::Create(std::shared_ptr<void> keep_alive) {
 
 void HandleTable::MarkDone(Entry& entry, Waiters& wake) {
   entry.done = true;
-  for (auto& waiter : entry.waiters) wake.push_back(std::move(waiter));
+  for (auto& waiter : entry.waiters) {
+    // Its result is ready: the engine need not keep polling for this thread
+    // while it wakes up (on a busy host that can take a while).
+    Uncount(*waiter);
+    wake.push_back(std::move(waiter));
+  }
   entry.waiters.clear();
 }
 
+void HandleTable::Uncount(Waiter& waiter) {
+  if (!waiter.counted) return;
+  waiter.counted = false;
+  blocked_waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void HandleTable::WakeAll(const Waiters& wake) {
-  for (const auto& waiter : wake) waiter->Unpark();
+  for (const auto& waiter : wake) waiter->parker.Unpark();
+}
+
+void HandleTable::HoldIfAsked(Waiters& wake) {
+  if (!hold_wakes_ || wake.empty()) return;
+  for (auto& waiter : wake) held_.push_back(std::move(waiter));
+  wake.clear();
+  has_held_.store(true, std::memory_order_release);
+}
+
+void HandleTable::WakeHeld() {
+  if (!has_held_.load(std::memory_order_acquire)) return;
+  Waiters wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wake.swap(held_);
+    has_held_.store(false, std::memory_order_relaxed);
+  }
+  WakeAll(wake);
 }
 
 void HandleTable::Complete(HandleId id, Status status, std::shared_ptr<GatheredTensor> gathered) {
@@ -36,6 +65,7 @@ void HandleTable::Complete(HandleId id, Status status, std::shared_ptr<GatheredT
     it->second.completion.status = std::move(status);
     it->second.completion.gathered = std::move(gathered);
     MarkDone(it->second, wake);
+    HoldIfAsked(wake);
   }
   WakeAll(wake);
 }
@@ -50,6 +80,7 @@ void HandleTable::CompleteAll(const std::vector<HandleId>& ids, const Status& st
       it->second.completion.status = status;
       MarkDone(it->second, wake);
     }
+    HoldIfAsked(wake);
   }
   WakeAll(wake);
 }
@@ -76,17 +107,17 @@ Result<bool> HandleTable::IsDone(HandleId id) const {
 
 Result<Completion> HandleTable::Wait(HandleId id, std::chrono::milliseconds poll_interval,
                                      const std::function<Status()>& interrupted) {
-  // One parker per waiting thread, shared with the entries it waits on so a
-  // late wake-up never touches a thread that is gone.
-  thread_local const std::shared_ptr<Parker> parker = std::make_shared<Parker>();
-  // Counted from the listener call on, until this function returns.
-  struct BlockedWaiter {
-    std::atomic<int>* count = nullptr;
-    ~BlockedWaiter() {
-      if (count) count->fetch_sub(1, std::memory_order_relaxed);
-    }
-  } blocked;
+  // One waiter per thread, shared with the entries it waits on so a late
+  // wake-up never touches a thread that is gone.
+  thread_local const std::shared_ptr<Waiter> waiter = std::make_shared<Waiter>();
   std::unique_lock<std::mutex> lock(mutex_);
+  // Counted as blocked from the listener call on, until the handle is done or
+  // this function returns (destroyed before `lock`: with mutex_ held).
+  struct Uncounter {
+    HandleTable* table;
+    Waiter* waiter;
+    ~Uncounter() { table->Uncount(*waiter); }
+  } uncount{this, waiter.get()};
   bool listener_told = false;
   while (true) {
     auto it = entries_.find(id);
@@ -100,7 +131,7 @@ Result<Completion> HandleTable::Wait(HandleId id, std::chrono::milliseconds poll
       // Only a wait that will block counts and tells the engine (which then
       // stops batching); collecting a finished handle must not wake it.
       listener_told = true;
-      blocked.count = &blocked_waiters_;
+      waiter->counted = true;
       blocked_waiters_.fetch_add(1, std::memory_order_relaxed);
       if (on_wait_) {
         lock.unlock();
@@ -110,10 +141,10 @@ Result<Completion> HandleTable::Wait(HandleId id, std::chrono::milliseconds poll
       }
     }
     Waiters& waiters = it->second.waiters;
-    if (std::find(waiters.begin(), waiters.end(), parker) == waiters.end())
-      waiters.push_back(parker);
+    if (std::find(waiters.begin(), waiters.end(), waiter) == waiters.end())
+      waiters.push_back(waiter);
     lock.unlock();
-    parker->ParkFor(poll_interval);
+    waiter->parker.ParkFor(poll_interval);
     if (interrupted) {
       Status status = interrupted();
       if (!status.ok()) {
@@ -121,7 +152,7 @@ Result<Completion> HandleTable::Wait(HandleId id, std::chrono::milliseconds poll
         auto left = entries_.find(id);
         if (left != entries_.end()) {
           Waiters& w = left->second.waiters;
-          w.erase(std::remove(w.begin(), w.end(), parker), w.end());
+          w.erase(std::remove(w.begin(), w.end(), waiter), w.end());
         }
         return status;
       }

@@ -41,13 +41,22 @@ struct Completion {
 
 class HandleTable {
  public:
+  // With `hold_wakes`, Complete and CompleteAll leave the waiting threads
+  // asleep until WakeHeld: the engine's loop wakes them once it has let go of
+  // the loop, so a woken caller that takes its core finds the loop free to
+  // drive instead of held by a thread it has just preempted.
+  explicit HandleTable(bool hold_wakes = false) : hold_wakes_(hold_wakes) {}
+
   HandleId Create(std::shared_ptr<void> keep_alive);
   void Complete(HandleId id, Status status, std::shared_ptr<GatheredTensor> gathered = nullptr);
   // Completes a fused batch at once: one lock and one wake-up for all of them,
   // so a thread waiting on them one by one is not woken once per handle.
   void CompleteAll(const std::vector<HandleId>& ids, const Status& status);
-  // Completes every pending handle with `status` (shutdown).
+  // Completes every pending handle with `status` (shutdown), waking at once.
   void FailAllPending(const Status& status);
+  // Wakes the threads whose handles completed since the last call (hold_wakes).
+  void WakeHeld();
+  bool has_held_wakes() const { return has_held_.load(std::memory_order_acquire); }
 
   // Unknown handles (never created, or already waited for) are an error.
   Result<bool> IsDone(HandleId id) const;
@@ -57,27 +66,40 @@ class HandleTable {
                           const std::function<Status()>& interrupted);
   // Called whenever a thread starts waiting (the engine stops batching).
   void SetWaitListener(std::function<void()> listener) { on_wait_ = std::move(listener); }
-  // True while some thread is blocked in Wait on an unfinished handle.
+  // True while some thread is blocked in Wait on an unfinished handle (no
+  // longer once the handle is done, even before the thread has woken up).
   bool has_blocked_waiter() const { return blocked_waiters_.load(std::memory_order_relaxed) > 0; }
 
   size_t size() const;
 
  private:
+  // A thread blocked in Wait (one per thread, reused).
+  struct Waiter {
+    Parker parker;
+    bool counted = false;  // in blocked_waiters_ (guarded by mutex_)
+  };
+  using Waiters = std::vector<std::shared_ptr<Waiter>>;
   struct Entry {
     bool done = false;
     Completion completion;
-    std::vector<std::shared_ptr<Parker>> waiters;  // threads blocked in Wait on it
+    Waiters waiters;  // threads blocked in Wait on it
   };
-  using Waiters = std::vector<std::shared_ptr<Parker>>;
-  // Marks the entry done and moves its waiters to `wake` (caller holds mutex_).
-  static void MarkDone(Entry& entry, Waiters& wake);
+  // Marks the entry done and moves its waiters to `wake`, which no longer
+  // count as blocked (caller holds mutex_).
+  void MarkDone(Entry& entry, Waiters& wake);
+  void Uncount(Waiter& waiter);
   static void WakeAll(const Waiters& wake);
+  // With hold_wakes_, moves `wake` to held_ for WakeHeld (caller holds mutex_).
+  void HoldIfAsked(Waiters& wake);
 
   mutable std::mutex mutex_;
   std::unordered_map<HandleId, Entry> entries_;
   HandleId next_id_ = 1;
   std::function<void()> on_wait_;
   std::atomic<int> blocked_waiters_{0};
+  const bool hold_wakes_;
+  Waiters held_;  // guarded by mutex_
+  std::atomic<bool> has_held_{false};
 };
 
 }  // namespace flock

@@ -84,9 +84,26 @@ void NeighborExchange::DeliverData(Step& step, int from, const NeighborEntry& en
   char* lane_target = nullptr;
   switch (step.spec->mode) {
     case ExchangeStep::Mode::kReduce: {
+      if (entry.lane_tag >= 0 && LandsInAccumulator(step, in)) {
+        auto transfer =
+            transport_.StartRecv(step.acc, in.bytes, from, entry.lane_tag, CommGroup::kNeighbor);
+        if (!transfer.ok()) {
+          FailPair(step, from, transfer.status());
+          return;
+        }
+        in.transfer = transfer.value();
+        step.acc_lane = index;
+        return;
+      }
       if (entry.lane_tag >= 0) {
         step.lane_queue.push_back(index);
         StartNextLane(step);
+        return;
+      }
+      if (step.acc_lane >= 0) {  // acc is still being written: add this once it has landed
+        const char* payload = static_cast<const char*>(entry.payload);
+        step.inline_waiting.emplace_back(index,
+                                         std::vector<char>(payload, payload + entry.payload_bytes));
         return;
       }
       Contribute(step, in, entry.payload);
@@ -113,8 +130,47 @@ void NeighborExchange::DeliverData(Step& step, int from, const NeighborEntry& en
   }
 }
 
+bool NeighborExchange::LandsInAccumulator(const Step& step, const Incoming& in) const {
+  const ExchangeStep& spec = *step.spec;
+  // Only before anything is in acc (self_pending), into a sum built in the
+  // output itself, from a lane covering all of it with a weight that counts.
+  return step.acc == step.target && step.self_pending && step.acc_lane < 0 &&
+         step.scratch_waiting < 0 && step.status.ok() && in.spec->offset == 0 &&
+         in.spec->count == spec.self_count && spec.self_count == spec.target_count &&
+         in.spec->weight * in.scale != 0.0 &&
+         in.bytes == spec.target_count *
+                         static_cast<int64_t>(DataTypeSize(step.call->request.op.tensor.dtype));
+}
+
+void NeighborExchange::AccumulatorLanded(Step& step, Incoming& in, const Status& received) {
+  step.acc_lane = -1;
+  in.resolved = true;
+  if (!received.ok()) {
+    if (step.status.ok()) step.status = received;
+  } else if (step.status.ok()) {
+    step.self_pending = false;
+    const ExchangeStep& spec = *step.spec;
+    step.status = WeightedBlend(step.acc, in.spec->weight * in.scale, step.self, spec.self_weight,
+                                step.call->request.op.tensor.dtype, spec.self_count);
+  }
+  if (step.scratch_waiting >= 0) {
+    Incoming& lane = step.in[static_cast<size_t>(step.scratch_waiting)];
+    step.scratch_waiting = -1;
+    Contribute(step, lane, step.scratch.data());
+    lane.resolved = true;
+    StartNextLane(step);
+    if (step.scratch_transfer < 0) step.scratch.Release();
+  }
+  for (auto& [index, payload] : step.inline_waiting) {
+    Incoming& inline_in = step.in[static_cast<size_t>(index)];
+    Contribute(step, inline_in, payload.data());
+    inline_in.resolved = true;
+  }
+  step.inline_waiting.clear();
+}
+
 void NeighborExchange::StartNextLane(Step& step) {
-  if (step.scratch_transfer >= 0 || step.lane_queue.empty()) return;
+  if (step.scratch_transfer >= 0 || step.scratch_waiting >= 0 || step.lane_queue.empty()) return;
   const int index = step.lane_queue.front();
   step.lane_queue.pop_front();
   Incoming& in = step.in[static_cast<size_t>(index)];
@@ -242,6 +298,11 @@ bool NeighborExchange::ProgressStep(Step& step) {
     if (!done.ok() || done.value()) {
       Incoming& in = step.in[static_cast<size_t>(step.scratch_owner)];
       step.scratch_transfer = -1;
+      if (done.ok() && step.acc_lane >= 0) {
+        // acc is still being written: add this lane once that one has landed.
+        step.scratch_waiting = step.scratch_owner;
+        return true;
+      }
       if (!done.ok()) {
         FailPair(step, in.spec->peer, done.status());
       } else {
@@ -253,9 +314,16 @@ bool NeighborExchange::ProgressStep(Step& step) {
       did_work = true;
     }
   }
-  for (Incoming& in : step.in) {
+  for (size_t i = 0; i < step.in.size(); ++i) {
+    Incoming& in = step.in[i];
     if (in.transfer < 0) continue;
     auto done = transport_.TestTransfer(in.transfer);
+    if ((!done.ok() || done.value()) && static_cast<int>(i) == step.acc_lane) {
+      in.transfer = -1;
+      AccumulatorLanded(step, in, done.status());
+      did_work = true;
+      continue;
+    }
     if (!done.ok() || done.value()) {
       in.transfer = -1;
       in.resolved = true;

@@ -393,7 +393,9 @@ bool NeighborExchange::TryComplete(const std::string& key) {
   auto it = steps_.find(key);
   if (it == steps_.end()) return false;
   Step& step = it->second;
-  if (step.scratch_transfer >= 0 || !step.lane_queue.empty()) return false;
+  if (step.scratch_transfer >= 0 || !step.lane_queue.empty() || step.acc_lane >= 0 ||
+      step.scratch_waiting >= 0)
+    return false;
   for (const Incoming& in : step.in) {
     if (!in.resolved || in.transfer >= 0) return false;
   }

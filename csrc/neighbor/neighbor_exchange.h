@@ -23,7 +23,10 @@
 // Receive-side reduction: out = self_weight·x first, then each contribution is
 // added as it lands — from the control message, or through one scratch buffer
 // per step for lanes, one lane at a time — so a step holds at most about one
-// extra tensor, never one per neighbour. float16/bfloat16 accumulate in
+// extra tensor, never one per neighbour. When the sum builds up in the output
+// itself (float32/float64, not in place), the first lane lands there directly
+// while the next one fills the scratch buffer: two lanes move at once, and a
+// single neighbour's tensor is never copied twice. float16/bfloat16 accumulate in
 // float32. A failing pair (mismatch, rejected call) fails the call on both
 // ranks with a message naming them; the call still completes its exchanges
 // with its other peers and its later steps, so no one is left waiting.
@@ -148,6 +151,12 @@ class NeighborExchange {
     TransferId scratch_transfer = -1;
     int scratch_owner = -1;
     std::deque<int> lane_queue;  // lanes waiting for the scratch buffer
+    // kReduce: the incoming whose lane lands in acc itself (in flight), and
+    // what arrived meanwhile, added once it has landed: a lane in scratch,
+    // inline payloads (copied).
+    int acc_lane = -1;
+    int scratch_waiting = -1;
+    std::vector<std::pair<int, std::vector<char>>> inline_waiting;
     Status status;
     Clock::time_point started;
     bool stall_warned = false;
@@ -193,6 +202,10 @@ class NeighborExchange {
   void QueueReject(int peer, const std::string& match_name, int64_t seq, const Status& status);
   void DrainLane(int from, const NeighborEntry& entry);
   void StartNextLane(Step& step);
+  // Can this lane land in the accumulator itself (see Step::acc_lane)?
+  bool LandsInAccumulator(const Step& step, const Incoming& in) const;
+  // The lane in acc is in: blend this rank's part in, then what waited for it.
+  void AccumulatorLanded(Step& step, Incoming& in, const Status& received);
   void Contribute(Step& step, const Incoming& in, const void* data);
   void StoreSelf(Step& step);
   bool ProgressStep(Step& step);

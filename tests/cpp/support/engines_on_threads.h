@@ -14,20 +14,26 @@
 namespace flock::testing {
 
 // body(rank, engine) on `size` threads; every engine is started first and shut down after.
-inline void OnRanks(int size, const Config& config,
+// Each rank's engine gets config_of(rank).
+inline void OnRanks(int size, const std::function<Config(int)>& config_of,
                     const std::function<void(int, Engine&)>& body) {
   ThreadWorld world(size);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
       ThreadTransport transport(world, r);
-      Engine engine(transport, config);
+      Engine engine(transport, config_of(r));
       ASSERT_TRUE(engine.Start().ok());
       body(r, engine);
       engine.Shutdown();
     });
   }
   for (auto& t : threads) t.join();
+}
+
+inline void OnRanks(int size, const Config& config, const std::function<void(int, Engine&)>& body) {
+  OnRanks(
+      size, [&](int) { return config; }, body);
 }
 
 }  // namespace flock::testing

@@ -104,6 +104,38 @@ INSTANTIATE_TEST_SUITE_P(SizesAndLanes, NeighborRing,
                                            RingCase{3, 1000, 1 << 16}, RingCase{5, 1000, 64},
                                            RingCase{4, 0, 1 << 16}, RingCase{4, 100000, 1024}));
 
+// Rank 0 sends inline, ranks 1 and 2 in lanes: every rank of the ring of 3
+// mixes the two, and the first lane it hears of lands in the output itself
+// (see Step::acc_lane) while others use the scratch buffer or arrive inline
+// meanwhile. Many calls, so arrivals come in every order.
+TEST(NeighborThreads, InlineAndLaneContributionsAddUpInAnyOrder) {
+  constexpr int kSize = 3;
+  constexpr int64_t kCount = 2000;  // 16 KB of float64
+  auto config_of = [](int rank) {
+    Config config;
+    config.cycle_time_ms = 1.0;
+    config.neighbor_inline_bytes = rank == 0 ? 1 << 20 : 64;
+    return config;
+  };
+  testing::OnRanks(kSize, config_of, [&](int rank, Engine& engine) {
+    const int left = (rank + kSize - 1) % kSize, right = (rank + 1) % kSize;
+    const NeighborPlan plan = Plan(0.5, {{left, 0.25}, {right, 0.25}}, {left, right});
+    for (int call = 0; call < 30; ++call) {
+      std::vector<double> in(kCount), out(kCount, -1);
+      for (int64_t k = 0; k < kCount; ++k) in[static_cast<size_t>(k)] = rank * 1000 + k + call;
+      HandleId h = SubmitNeighbor(engine, "mixed", in, out, plan);
+      const Status status = WaitFor(engine, h);
+      ASSERT_TRUE(status.ok()) << "rank " << rank << ": " << status.ToString();
+      for (int64_t k = 0; k < kCount; ++k) {
+        const double expected = 0.5 * (rank * 1000 + k + call) + 0.25 * (left * 1000 + k + call) +
+                                0.25 * (right * 1000 + k + call);
+        ASSERT_DOUBLE_EQ(out[static_cast<size_t>(k)], expected)
+            << "rank " << rank << " call " << call << " k " << k;
+      }
+    }
+  });
+}
+
 TEST(NeighborThreads, AnyOrderManyNamesFusedPerPeer) {
   OnRanks(
       3,
