@@ -12,7 +12,9 @@
 // handle — then the caller runs it (Wait -> TryDrive), since a waiting thread
 // is not computing, and handing work to a sleeping thread and back costs two
 // wake-ups (~12 us each on this project's VM). The driver_ mutex guards the
-// loop's state; the engine thread lets go of it whenever it yields or sleeps.
+// loop's state; the engine thread lets go of it whenever it yields or sleeps,
+// and before it wakes the callers whose ops it finished (a woken caller often
+// takes its core at once, and then finds the loop free to drive).
 //
 // Spinning only for a waiter: the loop yields instead of sleeping only while a
 // thread of this rank waits for a result (or, on the coordinator, other ranks'
