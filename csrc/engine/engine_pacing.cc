@@ -62,6 +62,8 @@ void Engine::TryDrive(HandleId id) {
     done = !finished.ok() || finished.value();
     if (done) break;
     const IdlePlan plan = PlanIdle(Step());
+    // Other threads' ops this drive finished: wake them now, not when it ends.
+    handles_.WakeHeld();
     // A sleep is the engine thread's to take: this caller sleeps in its Wait.
     if (plan.kind == IdleKind::kSleep) break;
     if (plan.kind == IdleKind::kYield) std::this_thread::yield();

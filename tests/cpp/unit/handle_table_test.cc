@@ -37,6 +37,30 @@ TEST(HandleTable, ABlockedWaiterIsVisibleUntilItsHandleCompletes) {
   EXPECT_EQ(listener_calls.load(), 1);
 }
 
+TEST(HandleTable, HeldWakeUpsWaitForWakeHeldButTheWaiterStopsCountingAtOnce) {
+  HandleTable table(/*hold_wakes=*/true);
+  const HandleId id = table.Create(nullptr);
+  std::atomic<bool> returned{false};
+  // A long poll interval: only an Unpark returns the waiter within the test.
+  std::thread waiter([&] {
+    auto completion = table.Wait(id, milliseconds(60000), nullptr);
+    returned = true;
+    ASSERT_TRUE(completion.ok());
+  });
+  ASSERT_TRUE(Eventually([&] { return table.has_blocked_waiter(); }));
+  table.Complete(id, Status::OK());
+  EXPECT_TRUE(table.has_held_wakes());
+  // Done, so nobody is blocked on an unfinished handle any more ...
+  EXPECT_FALSE(table.has_blocked_waiter());
+  // ... but the waiter sleeps until the wake-up is released.
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(returned.load());
+  table.WakeHeld();
+  EXPECT_FALSE(table.has_held_wakes());
+  EXPECT_TRUE(Eventually([&] { return returned.load(); }));
+  waiter.join();
+}
+
 TEST(HandleTable, AnInterruptedWaitStopsCountingAsBlocked) {
   HandleTable table;
   const HandleId id = table.Create(nullptr);
