@@ -298,37 +298,35 @@ bool NeighborExchange::ProgressStep(Step& step) {
     if (!done.ok() || done.value()) {
       Incoming& in = step.in[static_cast<size_t>(step.scratch_owner)];
       step.scratch_transfer = -1;
+      did_work = true;
       if (done.ok() && step.acc_lane >= 0) {
         // acc is still being written: add this lane once that one has landed.
         step.scratch_waiting = step.scratch_owner;
-        return true;
-      }
-      if (!done.ok()) {
-        FailPair(step, in.spec->peer, done.status());
       } else {
-        Contribute(step, in, step.scratch.data());
+        if (!done.ok()) {
+          FailPair(step, in.spec->peer, done.status());
+        } else {
+          Contribute(step, in, step.scratch.data());
+        }
+        in.resolved = true;
+        StartNextLane(step);
+        if (step.scratch_transfer < 0) step.scratch.Release();  // back to the pool early
       }
-      in.resolved = true;
-      StartNextLane(step);
-      if (step.scratch_transfer < 0) step.scratch.Release();  // back to the pool early
-      did_work = true;
     }
   }
   for (size_t i = 0; i < step.in.size(); ++i) {
     Incoming& in = step.in[i];
     if (in.transfer < 0) continue;
     auto done = transport_.TestTransfer(in.transfer);
-    if ((!done.ok() || done.value()) && static_cast<int>(i) == step.acc_lane) {
-      in.transfer = -1;
-      AccumulatorLanded(step, in, done.status());
-      did_work = true;
-      continue;
-    }
     if (!done.ok() || done.value()) {
       in.transfer = -1;
+      did_work = true;
+      if (static_cast<int>(i) == step.acc_lane) {
+        AccumulatorLanded(step, in, done.status());
+        continue;
+      }
       in.resolved = true;
       if (!done.ok() && step.status.ok()) step.status = done.status();
-      did_work = true;
     }
   }
   for (Outgoing& out : step.out) {
