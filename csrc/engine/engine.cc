@@ -144,6 +144,7 @@ void Engine::Run() {
 }
 
 bool Engine::Step() {
+  const PollingPass pass(transport_);  // the loop yields between passes, not inside (Idle)
   bool did_work = DrainQueue();
   const bool flush = flush_now_;  // read with the queue swap; SendReady clears it
   did_work |= neighbor_->Poll();

@@ -76,8 +76,8 @@ class Engine {
   // Waits for a handle (use this, not handles().Wait). If the loop is free —
   // the engine thread sleeps or yields, and no other caller drives — the
   // caller runs it until the op is done (a blocking call then costs neither
-  // the engine's wake-up nor its own), or until it would sleep (or 1 ms
-  // passes), then hands it back. Otherwise, or then, it sleeps until done.
+  // the engine's wake-up nor its own), yielding between passes, or until 1 ms
+  // passes, then hands it back. Otherwise, or then, it sleeps until done.
   // A driver runs collectives itself: Ctrl-C waits for the one under way.
   Result<Completion> Wait(HandleId id, std::chrono::milliseconds poll_interval,
                           const std::function<Status()>& interrupted);

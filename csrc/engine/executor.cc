@@ -129,8 +129,8 @@ void Engine::Execute(const Response& response) {
       break;
     }
     case OpKind::kBarrier:
-      status = Phase(timeline_, batch, "COMMUNICATE",
-                     [&] { return transport_.Barrier(first.op.group); });
+      // Nothing left to do: the coordinator answers only once every rank has
+      // announced the barrier, so no rank gets here before all have entered it.
       break;
     case OpKind::kNeighborAllreduce:
     case OpKind::kNeighborAllgather:

@@ -77,6 +77,12 @@ class Transport {
                                        CommGroup group) = 0;
   virtual Result<bool> TestTransfer(TransferId id) = 0;
 
+  // The engine's loop brackets each pass with these. In between, a transport
+  // may skip yielding the core inside calls that find nothing to do: the loop
+  // decides itself when to yield. Blocking calls made meanwhile wait as usual.
+  virtual void BeginPollingPass() {}
+  virtual void EndPollingPass() {}
+
   // Ends every process of the job with `code` (used when a rank fails for good).
   virtual void Abort(int code) = 0;
 
@@ -90,6 +96,20 @@ class Transport {
     (void)rank;
     return true;
   }
+};
+
+// Brackets one pass of polling (Transport::BeginPollingPass / EndPollingPass).
+class PollingPass {
+ public:
+  explicit PollingPass(Transport& transport) : transport_(transport) {
+    transport_.BeginPollingPass();
+  }
+  ~PollingPass() { transport_.EndPollingPass(); }
+  PollingPass(const PollingPass&) = delete;
+  PollingPass& operator=(const PollingPass&) = delete;
+
+ private:
+  Transport& transport_;
 };
 
 }  // namespace flock

@@ -79,6 +79,7 @@ Status MpiTransport::Init(int local_size_override) {
   }
   SetLogRank(world_rank);
   FLOCK_RETURN_IF_ERROR(FindHostPeers(world));
+  idle_yield_ = std::make_unique<IdleYieldSwitch>(IdleYieldSwitch::FindOpenMpiSwitch());
   return types_.Create();
 }
 
@@ -155,6 +156,7 @@ int MpiTransport::size(CommGroup group) const {
 
 Status MpiTransport::Allreduce(const void* send, void* recv, int64_t count, DataType dtype,
                                ReduceOp op, CommGroup group) {
+  IdleYieldSwitch::Blocking blocking(*idle_yield_);
   const MPI_Datatype type = types_.Datatype(dtype);
   const MPI_Op mpi_op = types_.Op(dtype, op);
   const auto elem = static_cast<int64_t>(DataTypeSize(dtype));
@@ -168,6 +170,7 @@ Status MpiTransport::Allreduce(const void* send, void* recv, int64_t count, Data
 }
 
 Status MpiTransport::Broadcast(void* buffer, int64_t bytes, int root, CommGroup group) {
+  IdleYieldSwitch::Blocking blocking(*idle_yield_);
   for (int64_t offset = 0; offset < bytes; offset += kMaxChunk) {
     const int n = static_cast<int>(std::min(kMaxChunk, bytes - offset));
     FLOCK_MPI_CHECK(MPI_Bcast(static_cast<char*>(buffer) + offset, n, MPI_BYTE, root, comm(group)));
@@ -176,6 +179,7 @@ Status MpiTransport::Broadcast(void* buffer, int64_t bytes, int root, CommGroup 
 }
 
 Status MpiTransport::Allgather(const void* send, int64_t bytes, void* recv, CommGroup group) {
+  IdleYieldSwitch::Blocking blocking(*idle_yield_);
   FLOCK_RETURN_IF_ERROR(CheckCount(bytes * size(group), "allgather"));
   FLOCK_MPI_CHECK(MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv,
                                 static_cast<int>(bytes), MPI_BYTE, comm(group)));
@@ -184,6 +188,7 @@ Status MpiTransport::Allgather(const void* send, int64_t bytes, void* recv, Comm
 
 Status MpiTransport::Allgatherv(const void* send, const std::vector<int64_t>& recv_bytes,
                                 void* recv, CommGroup group) {
+  IdleYieldSwitch::Blocking blocking(*idle_yield_);
   std::vector<int> counts(recv_bytes.size());
   std::vector<int> displs(recv_bytes.size());
   int64_t total = 0;
@@ -201,17 +206,20 @@ Status MpiTransport::Allgatherv(const void* send, const std::vector<int64_t>& re
 }
 
 Status MpiTransport::Barrier(CommGroup group) {
+  IdleYieldSwitch::Blocking blocking(*idle_yield_);
   FLOCK_MPI_CHECK(MPI_Barrier(comm(group)));
   return Status::OK();
 }
 
 Status MpiTransport::Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) {
+  IdleYieldSwitch::Blocking blocking(*idle_yield_);
   FLOCK_RETURN_IF_ERROR(CheckCount(bytes, "send"));
   FLOCK_MPI_CHECK(MPI_Send(buffer, static_cast<int>(bytes), MPI_BYTE, dest, tag, comm(group)));
   return Status::OK();
 }
 
 Status MpiTransport::Recv(void* buffer, int64_t bytes, int source, int tag, CommGroup group) {
+  IdleYieldSwitch::Blocking blocking(*idle_yield_);
   FLOCK_RETURN_IF_ERROR(CheckCount(bytes, "receive"));
   FLOCK_MPI_CHECK(MPI_Recv(buffer, static_cast<int>(bytes), MPI_BYTE, source, tag, comm(group),
                            MPI_STATUS_IGNORE));

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "transport/mpi/idle_yield_switch.h"
 #include "transport/mpi/mpi_types.h"
 #include "transport/transport.h"
 
@@ -47,6 +48,9 @@ class MpiTransport final : public Transport {
   Result<TransferId> StartRecv(void* buffer, int64_t bytes, int source, int tag,
                                CommGroup group) override;
   Result<bool> TestTransfer(TransferId id) override;
+  // OpenMPI's yield-when-idle is off during a pass (see idle_yield_switch.h).
+  void BeginPollingPass() override { idle_yield_->BeginPolling(); }
+  void EndPollingPass() override { idle_yield_->EndPolling(); }
   void Abort(int code) override;
   bool threads_supported() const override { return thread_level_ == MPI_THREAD_MULTIPLE; }
   bool on_this_host(int rank) const override;
@@ -76,6 +80,7 @@ class MpiTransport final : public Transport {
   int thread_level_ = MPI_THREAD_SINGLE;
   std::vector<bool> on_this_host_;  // by world rank
   MpiTypes types_;
+  std::unique_ptr<IdleYieldSwitch> idle_yield_ = std::make_unique<IdleYieldSwitch>();
 };
 
 }  // namespace flock

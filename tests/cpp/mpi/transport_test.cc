@@ -1,6 +1,7 @@
 // Transport tests under MPI: every primitive, every group, every size the job
 // was started with. Each rank's data is a function of (rank, index), so every
 // rank can compute the expected result of all ranks by itself.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <numeric>
 #include <vector>
 
+#include "../support/eventually.h"
 #include "tests_runtime.h"
 
 namespace flock::testing {
@@ -158,6 +160,27 @@ TEST(Transport, AFailedTransferIsReleasedAndTheNextOneWorks) {
     EXPECT_TRUE(wait(out.value()).ok());
     EXPECT_EQ(theirs, 41 - r);
   }
+}
+
+TEST(Transport, OpenMpiYieldsWhenIdleOnlyOutsideTheLoopsPollingPasses) {
+  // As ctest runs it: --mca mpi_yield_when_idle 1 (tests/cpp/CMakeLists.txt).
+  const auto* yield_when_idle =
+      static_cast<const volatile bool*>(dlsym(RTLD_DEFAULT, "opal_progress_yield_when_idle"));
+  if (yield_when_idle == nullptr) GTEST_SKIP() << "not OpenMPI";
+  const char* configured = std::getenv("OMPI_MCA_mpi_yield_when_idle");
+  if (configured == nullptr || std::atoi(configured) == 0)
+    GTEST_SKIP() << "the job runs without --mca mpi_yield_when_idle 1";
+  // The engine thread's own passes come and go meanwhile: outside ours, the
+  // setting holds once they end.
+  ASSERT_TRUE(Eventually([&] { return *yield_when_idle; }));
+  Transport& t = World();
+  {
+    const PollingPass pass(t);
+    EXPECT_FALSE(*yield_when_idle);
+    ASSERT_TRUE(t.Barrier(CommGroup::kWorld).ok());  // a blocking call inside the pass
+    EXPECT_FALSE(*yield_when_idle) << "the blocking call must hand polling back";
+  }
+  EXPECT_TRUE(Eventually([&] { return *yield_when_idle; }));
 }
 
 }  // namespace
