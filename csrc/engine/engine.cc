@@ -25,7 +25,8 @@ Engine::Engine(Transport& transport, const Config& config)
     : transport_(transport),
       config_(config),
       rank_(transport.rank(CommGroup::kControl)),
-      size_(transport.size(CommGroup::kControl)) {
+      size_(transport.size(CommGroup::kControl)),
+      shares_cores_(transport.shares_cores()) {
   if (rank_ == 0)
     coordinator_ = std::make_unique<Coordinator>(size_, config.fusion_threshold_bytes,
                                                  static_cast<size_t>(config.cache_capacity));

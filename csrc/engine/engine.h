@@ -19,7 +19,8 @@
 // Spinning only for a waiter: the loop yields instead of sleeping only while a
 // thread of this rank waits for a result (or, on the coordinator, other ranks'
 // announcements are pending): lanes in flight are polled without pause, a
-// response is awaited without pause for a while after the last activity. With
+// response is awaited without pause for a while after the last activity (a
+// driving caller on ranks that share cores: up to 1 ms). With
 // nobody waiting, user threads compute: lanes on this host are polled every
 // 10 us, lanes to other hosts every 10-100 us (the socket buffers carry the
 // bytes between polls), a due response after an eighth of the time waited so
@@ -76,8 +77,9 @@ class Engine {
   // Waits for a handle (use this, not handles().Wait). If the loop is free —
   // the engine thread sleeps or yields, and no other caller drives — the
   // caller runs it until the op is done (a blocking call then costs neither
-  // the engine's wake-up nor its own), yielding between passes, or until 1 ms
-  // passes, then hands it back. Otherwise, or then, it sleeps until done.
+  // the engine's wake-up nor its own), or until it would sleep (on ranks that
+  // share cores: until 1 ms passes), then hands it back. Otherwise, or then,
+  // it sleeps until done.
   // A driver runs collectives itself: Ctrl-C waits for the one under way.
   Result<Completion> Wait(HandleId id, std::chrono::milliseconds poll_interval,
                           const std::function<Status()>& interrupted);
@@ -125,6 +127,7 @@ class Engine {
   const Config config_;
   const int rank_;
   const int size_;
+  const bool shares_cores_;  // a driving caller polls on where the engine would sleep
   HandleTable handles_{/*hold_wakes=*/true};  // see Idle: woken once the loop is let go
   Timeline timeline_;
   EngineCounters counters_;

@@ -64,11 +64,13 @@ void Engine::TryDrive(HandleId id) {
     const IdlePlan plan = PlanIdle(Step());
     // Other threads' ops this drive finished: wake them now, not when it ends.
     handles_.WakeHeld();
-    // Where the engine thread would sleep (nothing came for a while), this
-    // caller, which has nothing else to do, yields and polls on until kMaxDrive:
-    // sleeping would cost it a wake-up later, and on ranks sharing cores the
-    // peer it waits for often just has not had a core yet (4 ranks on 2 cores,
-    // 1 MiB: 1.07-1.14x the Isend/Irecv floor when it slept, 1.00-1.03x now).
+    // Where the engine thread would sleep (nothing came for a while), a caller
+    // on ranks that share cores yields and polls on until kMaxDrive: the peer
+    // it waits for often just has not had a core yet, and a sleep would cost a
+    // wake-up later (4 ranks on 2 cores, 1 MiB: 1.07-1.14x the Isend/Irecv
+    // floor when it slept, 1.00-1.03x polling on). With a core of its own, it
+    // hands over: spinning there would take a core from the user's threads.
+    if (plan.kind == IdleKind::kSleep && !shares_cores_) break;
     if (plan.kind != IdleKind::kRun) std::this_thread::yield();
   }
   if (done) ++counters_.driven_done;

@@ -82,6 +82,9 @@ class Transport {
   // decides itself when to yield. Blocking calls made meanwhile wait as usual.
   virtual void BeginPollingPass() {}
   virtual void EndPollingPass() {}
+  // Whether this rank shares its cores with other ranks (MPI was told to
+  // yield when idle): a waiting thread then polls on rather than sleeping.
+  virtual bool shares_cores() const { return false; }
 
   // Ends every process of the job with `code` (used when a rank fails for good).
   virtual void Abort(int code) = 0;

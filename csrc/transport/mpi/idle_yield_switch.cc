@@ -31,12 +31,12 @@ void IdleYieldSwitch::EndPolling() {
 IdleYieldSwitch::Blocking::Blocking(IdleYieldSwitch& owner) : owner_(owner) {
   if (owner_.set_ == nullptr) return;
   std::lock_guard<std::mutex> lock(owner_.mutex_);
-  switched_ = true;
+  counted_ = true;
   if (owner_.blocking_calls_++ == 0 && owner_.polling_depth_ > 0) owner_.set_(true);
 }
 
 IdleYieldSwitch::Blocking::~Blocking() {
-  if (!switched_) return;
+  if (!counted_) return;
   std::lock_guard<std::mutex> lock(owner_.mutex_);
   if (--owner_.blocking_calls_ == 0 && owner_.polling_depth_ > 0) owner_.set_(false);
 }

@@ -17,6 +17,8 @@
 // time (declared in OpenMPI's installed opal headers, exported by
 // libopen-pal): under another MPI, or with yielding off, nothing is switched.
 // Passes and blocking calls may come from several threads: a mutex orders them.
+// The setting is process-wide: MPI calls a user makes beside flock (mpi4py) do
+// not yield while a pass runs (a pass lasts microseconds).
 #pragma once
 
 #include <mutex>
@@ -51,7 +53,7 @@ class IdleYieldSwitch {
 
    private:
     IdleYieldSwitch& owner_;
-    bool switched_ = false;
+    bool counted_ = false;
   };
 
  private:

@@ -245,6 +245,8 @@ Result<bool> MpiTransport::TryReceive(int source, int tag, CommGroup group, int*
   int count = 0;
   FLOCK_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
   bytes->resize(static_cast<size_t>(count));
+  // Probed, but a message over the eager limit still waits for its sender.
+  IdleYieldSwitch::Blocking blocking(*idle_yield_);
   FLOCK_MPI_CHECK(MPI_Recv(bytes->data(), count, MPI_BYTE, status.MPI_SOURCE, tag, comm(group),
                            MPI_STATUS_IGNORE));
   *from = status.MPI_SOURCE;

@@ -51,6 +51,7 @@ class MpiTransport final : public Transport {
   // OpenMPI's yield-when-idle is off during a pass (see idle_yield_switch.h).
   void BeginPollingPass() override { idle_yield_->BeginPolling(); }
   void EndPollingPass() override { idle_yield_->EndPolling(); }
+  bool shares_cores() const override { return idle_yield_->active(); }
   void Abort(int code) override;
   bool threads_supported() const override { return thread_level_ == MPI_THREAD_MULTIPLE; }
   bool on_this_host(int rank) const override;

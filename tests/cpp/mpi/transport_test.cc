@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "../support/eventually.h"
@@ -170,14 +173,26 @@ TEST(Transport, OpenMpiYieldsWhenIdleOnlyOutsideTheLoopsPollingPasses) {
   const char* configured = std::getenv("OMPI_MCA_mpi_yield_when_idle");
   if (configured == nullptr || std::atoi(configured) == 0)
     GTEST_SKIP() << "the job runs without --mca mpi_yield_when_idle 1";
+  Transport& t = World();
+  EXPECT_TRUE(t.shares_cores());
   // The engine thread's own passes come and go meanwhile: outside ours, the
   // setting holds once they end.
   ASSERT_TRUE(Eventually([&] { return *yield_when_idle; }));
-  Transport& t = World();
+  const int n = t.size(CommGroup::kWorld), r = t.rank(CommGroup::kWorld);
   {
     const PollingPass pass(t);
     EXPECT_FALSE(*yield_when_idle);
-    ASSERT_TRUE(t.Barrier(CommGroup::kWorld).ok());  // a blocking call inside the pass
+    // A blocking call inside the pass yields as configured: rank 0 waits in
+    // the barrier for a late rank 1 while a watcher reads the setting.
+    std::atomic<bool> in_barrier{true}, saw_yielding{false};
+    std::thread watcher([&] {
+      while (in_barrier.load()) saw_yielding = saw_yielding || *yield_when_idle;
+    });
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(t.Barrier(CommGroup::kWorld).ok());
+    in_barrier = false;
+    watcher.join();
+    if (r == 0 && n > 1) EXPECT_TRUE(saw_yielding) << "the barrier did not yield while it waited";
     EXPECT_FALSE(*yield_when_idle) << "the blocking call must hand polling back";
   }
   EXPECT_TRUE(Eventually([&] { return *yield_when_idle; }));
