@@ -8,13 +8,15 @@ IdleYieldSwitch::SetFn IdleYieldSwitch::FindOpenMpiSwitch() {
   return reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "opal_progress_set_yield_when_idle"));
 }
 
-IdleYieldSwitch::IdleYieldSwitch(SetFn set) {
-  if (set == nullptr) return;
+IdleYieldSwitch::SetFn IdleYieldSwitch::IfConfigured(SetFn set) {
+  if (set == nullptr) return nullptr;
   // The only way to read the setting is to set it: put it back at once.
   const bool configured = set(false);
   set(configured);
-  if (configured) set_ = set;  // with yielding off there is nothing to switch
+  return configured ? set : nullptr;  // with yielding off there is nothing to switch
 }
+
+IdleYieldSwitch::IdleYieldSwitch(SetFn set) : set_(IfConfigured(set)) {}
 
 void IdleYieldSwitch::BeginPolling() {
   if (set_ == nullptr) return;
@@ -31,12 +33,11 @@ void IdleYieldSwitch::EndPolling() {
 IdleYieldSwitch::Blocking::Blocking(IdleYieldSwitch& owner) : owner_(owner) {
   if (owner_.set_ == nullptr) return;
   std::lock_guard<std::mutex> lock(owner_.mutex_);
-  counted_ = true;
   if (owner_.blocking_calls_++ == 0 && owner_.polling_depth_ > 0) owner_.set_(true);
 }
 
 IdleYieldSwitch::Blocking::~Blocking() {
-  if (!counted_) return;
+  if (owner_.set_ == nullptr) return;
   std::lock_guard<std::mutex> lock(owner_.mutex_);
   if (--owner_.blocking_calls_ == 0 && owner_.polling_depth_ > 0) owner_.set_(false);
 }

@@ -53,11 +53,14 @@ class IdleYieldSwitch {
 
    private:
     IdleYieldSwitch& owner_;
-    bool counted_ = false;
   };
 
  private:
-  SetFn set_ = nullptr;
+  // The setter when yielding is configured, else null: the configured value,
+  // read once through it.
+  static SetFn IfConfigured(SetFn set);
+
+  const SetFn set_;
   std::mutex mutex_;
   int polling_depth_ = 0;   // under mutex_
   int blocking_calls_ = 0;  // under mutex_: blocking calls under way
