@@ -6,12 +6,18 @@ Cases, each a JSON line on rank 0 with the fields of raw_mpi_neighbor.cc (impl, 
 bytes, tensors, reps, median_ms, min_ms, max_ms):
 
   sizes     4 KiB .. 64 MiB in powers of 4: bf.neighbor_allreduce(t) (impl
-            flock_neighbor_allreduce) and, for comparison, bf.allreduce(t), the global
-            average (impl flock_allreduce), one after the other per size;
+            flock_neighbor_allreduce) alternating iteration by iteration with the
+            Isend/Irecv floor of raw_mpi_neighbor.cc run in this process through ctypes
+            (impl inprocess_isend, see mpi_floor.py); then, for comparison, bf.allreduce(t),
+            the global average (impl flock_allreduce);
   resnet50  the 161 gradients of ResNet-50 (25,557,032 float32, see resnet50_parameters)
             submitted with bf.neighbor_allreduce_nonblocking(t, name=...) and then all
             synchronized (tensors 161), against one bf.neighbor_allreduce of one tensor of the
-            same total size (tensors 1); the two alternate iteration by iteration.
+            same total size (tensors 1) and the in-process floor on that tensor; the three
+            alternate iteration by iteration.
+
+Alternating cases take turns going first. The in-process floor needs OpenMPI; without it
+(or with --no-inprocess-floor) flock runs alone.
 
 Protocol (raw_mpi_neighbor.cc's): warm-up iterations (5; 3 from 4 MiB), the first one's
 outputs checked against the expected average (SystemExit if wrong), then timed iterations
@@ -20,7 +26,7 @@ max over ranks; a line reports the median, min and max of those in milliseconds.
 first case, half a second of untimed small calls (see Bench.settle).
 
     flockrun -np 2 python benchmarks/bench_neighbor.py [--max-bytes N] [--reps N]
-        [--no-allreduce] [--no-resnet50]
+        [--no-allreduce] [--no-resnet50] [--no-inprocess-floor]
 """
 
 import argparse
@@ -32,6 +38,7 @@ import time
 
 import torch
 
+from mpi_floor import MpiFloor, MpiUnavailable, NeighborFloor
 from bench_allreduce import MAX_BYTES, MIN_BYTES, reps_for, warmups_for
 
 RESNET50_TENSORS = 161
@@ -86,8 +93,11 @@ def input_tensor(rank, count):
     return ((torch.arange(count) % 13).to(torch.float32) * 0.25 + (rank + 1))
 
 
+FLOOR = "inprocess_isend"
+
+
 class Bench:
-    def __init__(self, reps_override):
+    def __init__(self, reps_override, inprocess_floor):
         import flock.torch as bf
         self.bf = bf
         bf.init()
@@ -97,6 +107,13 @@ class Bench:
         self.rank, self.size = bf.rank(), bf.size()
         self.sources = list(bf.in_neighbor_ranks())
         self.reps_override = reps_override
+        self.mpi = None
+        if inprocess_floor:
+            try:
+                self.mpi = MpiFloor()
+            except MpiUnavailable as error:
+                if self.rank == 0:
+                    print("no in-process floor: {}".format(error), file=sys.stderr)
 
     def check_average(self, out, what):
         """out against the uniform average of this rank's and its in-neighbours' inputs."""
@@ -116,8 +133,9 @@ class Bench:
             raise SystemExit("rank {}: {}: wrong allreduce average".format(self.rank, what))
 
     def measure(self, nbytes, works):
-        """works: {key: (work, check)}. Each iteration runs every work after its own barrier;
-        the first warm-up's results go to check. Returns {key: [max over ranks per rep]}."""
+        """works: {key: (work, check)}. Each iteration runs every work after its own barrier,
+        iteration i starting with the (i mod len)-th; the first warm-up's results go to check.
+        Returns {key: [max over ranks per rep]}."""
         bf, clock = self.bf, time.perf_counter
         for i in range(warmups_for(nbytes)):
             for work, check in works.values():
@@ -127,8 +145,9 @@ class Bench:
                     check(out)
         reps = reps_for(nbytes, self.reps_override)
         elapsed = {key: [] for key in works}
-        for _ in range(reps):
-            for key, (work, _) in works.items():
+        order = list(works.items())
+        for i in range(reps):
+            for key, (work, _) in order[i % len(order):] + order[:i % len(order)]:
                 bf.barrier()
                 start = clock()
                 work()
@@ -168,14 +187,26 @@ class Bench:
         t = input_tensor(self.rank, nbytes // 4)
         neighbor_name = "bench.neighbor.{}".format(nbytes)
         allreduce_name = "bench.allreduce.{}".format(nbytes)
-        cases = [("flock_neighbor_allreduce", lambda: bf.neighbor_allreduce(t, name=neighbor_name),
-                  self.check_average)]
+        neighbor = {"flock_neighbor_allreduce": (
+            lambda: bf.neighbor_allreduce(t, name=neighbor_name),
+            functools.partial(self.check_average, what="flock_neighbor_allreduce"))}
+        neighbor.update(self.floor_case(t))
+        cases = [neighbor]
         if with_allreduce:
-            cases.append(("flock_allreduce", lambda: bf.allreduce(t, name=allreduce_name),
-                          self.check_global_average))
-        for impl, work, check in cases:
-            slowest = self.measure(nbytes, {impl: (work, functools.partial(check, what=impl))})
-            self.report(impl, "sizes", nbytes, 1, slowest[impl])
+            cases.append({"flock_allreduce": (
+                lambda: bf.allreduce(t, name=allreduce_name),
+                functools.partial(self.check_global_average, what="flock_allreduce"))})
+        for works in cases:
+            for impl, slowest in self.measure(nbytes, works).items():
+                self.report(impl, "sizes", nbytes, 1, slowest)
+
+    def floor_case(self, t):
+        """{FLOOR: (work, check)} for the in-process floor on t, or {} without one."""
+        if self.mpi is None:
+            return {}
+        bf = self.bf
+        floor = NeighborFloor(self.mpi, t, self.sources, bf.out_neighbor_ranks())
+        return {FLOOR: (floor, functools.partial(self.check_average, what=FLOOR))}
 
     def resnet50(self):
         bf = self.bf
@@ -197,11 +228,11 @@ class Bench:
                 self.check_average(out, name)
 
         impl = "flock_neighbor_allreduce"
-        slowest = self.measure(total * 4, {
-            RESNET50_TENSORS: (per_tensor, check_per_tensor),
-            1: (lambda: bf.neighbor_allreduce(fused, name="bench.resnet50.fused"),
-                lambda out: self.check_average(out, "bench.resnet50.fused"))})
-        for tensors, values in slowest.items():
+        works = {(impl, RESNET50_TENSORS): (per_tensor, check_per_tensor),
+                 (impl, 1): (lambda: bf.neighbor_allreduce(fused, name="bench.resnet50.fused"),
+                             lambda out: self.check_average(out, "bench.resnet50.fused"))}
+        works.update({(key, 1): case for key, case in self.floor_case(fused).items()})
+        for (impl, tensors), values in self.measure(total * 4, works).items():
             self.report(impl, "resnet50", total * 4, tensors, values)
 
     def shutdown(self):
@@ -216,9 +247,11 @@ def main(argv=None):
                         help="skip the bf.allreduce comparison")
     parser.add_argument("--no-resnet50", dest="resnet50", action="store_false",
                         help="skip the ResNet-50 case")
+    parser.add_argument("--no-inprocess-floor", dest="inprocess_floor", action="store_false",
+                        help="do not alternate flock with the Isend/Irecv floor in this process")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # two cores, shared: no intra-op thread pool in the way
-    bench = Bench(args.reps)
+    bench = Bench(args.reps, args.inprocess_floor)
     bench.settle()
     nbytes = MIN_BYTES
     while nbytes <= args.max_bytes:

@@ -28,8 +28,6 @@ OpenMPI only (it uses OpenMPI's symbol names for MPI_COMM_WORLD and friends).
 """
 
 import argparse
-import ctypes
-import ctypes.util
 import json
 import statistics
 import sys
@@ -38,50 +36,9 @@ import time
 import torch
 
 import flock.torch as bf
+from mpi_floor import MpiFloor, NeighborFloor
 
 VARIANTS = ("mpi", "flock")
-NEIGHBOR_TAG = 4242  # MPI_COMM_WORLD; flock talks on communicators of its own
-
-
-class Mpi:
-    """The few OpenMPI calls needed, through ctypes, on MPI_COMM_WORLD."""
-
-    def __init__(self):
-        lib = ctypes.CDLL(ctypes.util.find_library("mpi") or "libmpi.so.40",
-                          mode=ctypes.RTLD_GLOBAL)
-        handle = lambda name: ctypes.addressof(ctypes.c_char.in_dll(lib, name))  # noqa: E731
-        self.world, self.float32 = handle("ompi_mpi_comm_world"), handle("ompi_mpi_float")
-        self.sum = handle("ompi_mpi_op_sum")
-        lib.MPI_Allreduce.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int] + [ctypes.c_void_p] * 3
-        point_to_point = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
-                          ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-        lib.MPI_Irecv.argtypes = point_to_point
-        lib.MPI_Isend.argtypes = point_to_point
-        lib.MPI_Waitall.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-        self.lib = lib
-
-    def allreduce_(self, tensor):
-        in_place = ctypes.c_void_p(1)  # OpenMPI's MPI_IN_PLACE
-        self.lib.MPI_Allreduce(in_place, tensor.data_ptr(), tensor.numel(), self.float32,
-                               self.sum, self.world)
-
-    def neighbor_allreduce(self, x, out, received, sources, destinations):
-        """out = w*x + sum of w*received[j], received[j] from sources[j]."""
-        requests = (ctypes.c_void_p * (len(sources) + len(destinations)))()
-        count = x.numel()
-        for j, source in enumerate(sources):
-            self.lib.MPI_Irecv(received[j].data_ptr(), count, self.float32, source, NEIGHBOR_TAG,
-                               self.world, ctypes.byref(requests, j * ctypes.sizeof(ctypes.c_void_p)))
-        for j, destination in enumerate(destinations):
-            slot = (len(sources) + j) * ctypes.sizeof(ctypes.c_void_p)
-            self.lib.MPI_Isend(x.data_ptr(), count, self.float32, destination, NEIGHBOR_TAG,
-                               self.world, ctypes.byref(requests, slot))
-        self.lib.MPI_Waitall(len(requests), requests, None)  # NULL: MPI_STATUSES_IGNORE
-        weight = 1.0 / (len(sources) + 1)
-        torch.mul(x, weight, out=out)
-        for buffer in received:
-            out.add_(buffer, alpha=weight)
-        return out
 
 
 def make_runner(mpi, op, nbytes):
@@ -97,14 +54,12 @@ def make_runner(mpi, op, nbytes):
             return tensor
         return run
     x = torch.arange(nbytes // 4, dtype=torch.float32) * (bf.rank() + 1)
-    sources, destinations = bf.in_neighbor_ranks(), bf.out_neighbor_ranks()
-    out = torch.empty_like(x)
-    received = [torch.empty_like(x) for _ in sources]
+    floor = NeighborFloor(mpi, x, bf.in_neighbor_ranks(), bf.out_neighbor_ranks())
 
     def run(variant):
         if variant == "flock":
             return bf.neighbor_allreduce(x, name=name)
-        return mpi.neighbor_allreduce(x, out, received, sources, destinations)
+        return floor()
     return run
 
 
@@ -143,7 +98,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     bf.init()
-    mpi = Mpi()
+    mpi = MpiFloor()
     rows = []
     nbytes = args.min_bytes
     while nbytes <= args.max_bytes:

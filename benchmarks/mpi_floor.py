@@ -1,0 +1,78 @@
+"""The raw-MPI floors, called through ctypes from inside a flock benchmark process.
+
+A floor run in its own program (raw_mpi_allreduce.cc, raw_mpi_neighbor.cc) is measured
+seconds or minutes away from flock; on this shared VM the same program's medians move by
+tens of percent between launches. Run here, on the same rank processes and alternating
+call by call with flock, the floor and flock see the same load, so their ratio is the
+measurement; the separate programs stay the check that these floors are as fast as C.
+
+OpenMPI only: MPI_COMM_WORLD and friends are found by OpenMPI's symbol names. Floors work
+on MPI_COMM_WORLD with a tag of their own; flock talks on communicators of its own.
+"""
+
+import ctypes
+import ctypes.util
+
+NEIGHBOR_TAG = 4242
+MPI_IN_PLACE = 1  # OpenMPI's value
+
+
+class MpiUnavailable(RuntimeError):
+    """The MPI library loaded in this process is not OpenMPI (or not found)."""
+
+
+class MpiFloor:
+    def __init__(self):
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("mpi") or "libmpi.so.40",
+                              mode=ctypes.RTLD_GLOBAL)
+            handle = lambda name: ctypes.addressof(ctypes.c_char.in_dll(lib, name))  # noqa: E731
+            self.world, self.float32 = handle("ompi_mpi_comm_world"), handle("ompi_mpi_float")
+            self.sum = handle("ompi_mpi_op_sum")
+        except (OSError, ValueError) as error:
+            raise MpiUnavailable("in-process MPI floor needs OpenMPI: {}".format(error))
+        lib.MPI_Allreduce.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int] + [ctypes.c_void_p] * 3
+        point_to_point = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        lib.MPI_Irecv.argtypes = point_to_point
+        lib.MPI_Isend.argtypes = point_to_point
+        lib.MPI_Waitall.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        self.lib = lib
+
+    def allreduce_(self, tensor):
+        """MPI_Allreduce(MPI_IN_PLACE) of a float32 tensor, summing."""
+        self.lib.MPI_Allreduce(ctypes.c_void_p(MPI_IN_PLACE), tensor.data_ptr(), tensor.numel(),
+                               self.float32, self.sum, self.world)
+        return tensor
+
+
+class NeighborFloor:
+    """raw_mpi_neighbor.cc's Isend/Irecv floor for one float32 tensor x and fixed neighbours:
+    MPI_Irecv from every source into its own preallocated buffer, MPI_Isend to every
+    destination, MPI_Waitall, then out = w*x + sum of w*received[j], w = 1/(sources + 1),
+    in place in a preallocated output (no temporaries)."""
+
+    def __init__(self, mpi, x, sources, destinations):
+        import torch
+        self.mpi, self.x = mpi, x
+        self.sources, self.destinations = list(sources), list(destinations)
+        self.out = torch.empty_like(x)
+        self.received = [torch.empty_like(x) for _ in self.sources]
+        self.requests = (ctypes.c_void_p * (len(self.sources) + len(self.destinations)))()
+        self.weight = 1.0 / (len(self.sources) + 1)
+
+    def __call__(self):
+        import torch
+        lib, mpi, x = self.mpi.lib, self.mpi, self.x
+        count, slot = x.numel(), ctypes.sizeof(ctypes.c_void_p)
+        for j, source in enumerate(self.sources):
+            lib.MPI_Irecv(self.received[j].data_ptr(), count, mpi.float32, source, NEIGHBOR_TAG,
+                          mpi.world, ctypes.byref(self.requests, j * slot))
+        for j, destination in enumerate(self.destinations):
+            lib.MPI_Isend(x.data_ptr(), count, mpi.float32, destination, NEIGHBOR_TAG,
+                          mpi.world, ctypes.byref(self.requests, (len(self.sources) + j) * slot))
+        lib.MPI_Waitall(len(self.requests), self.requests, None)  # NULL: MPI_STATUSES_IGNORE
+        torch.mul(x, self.weight, out=self.out)
+        for buffer in self.received:
+            self.out.add_(buffer, alpha=self.weight)
+        return self.out
