@@ -1,4 +1,4 @@
-"""neighbor_allreduce latency of flock on float32 torch tensors (raw_mpi_neighbor.cc is the floor).
+"""neighbor_allreduce latency of flock on float32 torch tensors, paired with an in-process floor.
 
 Topology: the static one after bf.init(), ExponentialGraph(size()), unweighted, so every
 call averages this rank's tensor and its in-neighbours' with weight 1/(indegree + 1).
@@ -16,7 +16,8 @@ bytes, tensors, reps, median_ms, min_ms, max_ms):
             same total size (tensors 1) and the in-process floor on that tensor; the three
             alternate iteration by iteration.
 
-Alternating cases take turns going first. The in-process floor needs OpenMPI; without it
+Alternating cases take turns in every order (all permutations, cycled), so each goes
+first, and follows each other, equally often. The in-process floor needs OpenMPI; without it
 (or with --no-inprocess-floor) flock runs alone.
 
 Protocol (raw_mpi_neighbor.cc's): warm-up iterations (5; 3 from 4 MiB), the first one's
@@ -31,6 +32,7 @@ first case, half a second of untimed small calls (see Bench.settle).
 
 import argparse
 import functools
+import itertools
 import json
 import statistics
 import sys
@@ -101,14 +103,17 @@ class Bench:
         import flock.torch as bf
         self.bf = bf
         bf.init()
-        for name in ("neighbor_allreduce", "neighbor_allreduce_nonblocking", "in_neighbor_ranks"):
+        for name in ("neighbor_allreduce", "neighbor_allreduce_nonblocking", "in_neighbor_ranks",
+                     "out_neighbor_ranks"):
             if not hasattr(bf, name):
                 raise SystemExit("flock.torch has no {} (yet)".format(name))
         self.rank, self.size = bf.rank(), bf.size()
         self.sources = list(bf.in_neighbor_ranks())
         self.reps_override = reps_override
         self.mpi = None
-        if inprocess_floor:
+        if inprocess_floor and not bf.mpi_threads_supported():
+            print("no in-process floor: MPI_THREAD_MULTIPLE not provided", file=sys.stderr)
+        elif inprocess_floor:
             try:
                 self.mpi = MpiFloor()
             except MpiUnavailable as error:
@@ -134,7 +139,8 @@ class Bench:
 
     def measure(self, nbytes, works):
         """works: {key: (work, check)}. Each iteration runs every work after its own barrier,
-        iteration i starting with the (i mod len)-th; the first warm-up's results go to check.
+        iteration i in the (i mod len)-th of all their orders; the first warm-up's results go
+        to check.
         Returns {key: [max over ranks per rep]}."""
         bf, clock = self.bf, time.perf_counter
         for i in range(warmups_for(nbytes)):
@@ -145,9 +151,9 @@ class Bench:
                     check(out)
         reps = reps_for(nbytes, self.reps_override)
         elapsed = {key: [] for key in works}
-        order = list(works.items())
+        orders = list(itertools.permutations(works.items()))
         for i in range(reps):
-            for key, (work, _) in order[i % len(order):] + order[:i % len(order)]:
+            for key, (work, _) in orders[i % len(orders)]:
                 bf.barrier()
                 start = clock()
                 work()
@@ -227,9 +233,9 @@ class Bench:
             for out, (_, name) in zip(outs, grads):
                 self.check_average(out, name)
 
-        impl = "flock_neighbor_allreduce"
-        works = {(impl, RESNET50_TENSORS): (per_tensor, check_per_tensor),
-                 (impl, 1): (lambda: bf.neighbor_allreduce(fused, name="bench.resnet50.fused"),
+        flock = "flock_neighbor_allreduce"
+        works = {(flock, RESNET50_TENSORS): (per_tensor, check_per_tensor),
+                 (flock, 1): (lambda: bf.neighbor_allreduce(fused, name="bench.resnet50.fused"),
                              lambda out: self.check_average(out, "bench.resnet50.fused"))}
         works.update({(key, 1): case for key, case in self.floor_case(fused).items()})
         for (impl, tensors), values in self.measure(total * 4, works).items():

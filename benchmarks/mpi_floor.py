@@ -21,7 +21,15 @@ class MpiUnavailable(RuntimeError):
     """The MPI library loaded in this process is not OpenMPI (or not found)."""
 
 
+def _float32_contiguous(tensor):
+    if str(tensor.dtype) != "torch.float32" or not tensor.is_contiguous():
+        raise ValueError("the MPI floors take contiguous float32 tensors, not {} {}".format(
+            tensor.dtype, "contiguous" if tensor.is_contiguous() else "strided"))
+
+
 class MpiFloor:
+    """The handles and calls of OpenMPI's libmpi, already initialized by flock."""
+
     def __init__(self):
         try:
             lib = ctypes.CDLL(ctypes.util.find_library("mpi") or "libmpi.so.40",
@@ -41,6 +49,7 @@ class MpiFloor:
 
     def allreduce_(self, tensor):
         """MPI_Allreduce(MPI_IN_PLACE) of a float32 tensor, summing."""
+        _float32_contiguous(tensor)
         self.lib.MPI_Allreduce(ctypes.c_void_p(MPI_IN_PLACE), tensor.data_ptr(), tensor.numel(),
                                self.float32, self.sum, self.world)
         return tensor
@@ -54,6 +63,7 @@ class NeighborFloor:
 
     def __init__(self, mpi, x, sources, destinations):
         import torch
+        _float32_contiguous(x)
         self.mpi, self.x = mpi, x
         self.sources, self.destinations = list(sources), list(destinations)
         self.out = torch.empty_like(x)

@@ -1,9 +1,10 @@
 """flock's overhead over raw MPI, measured in pairs inside one process.
 
-run_allreduce.py and run_neighbor.py compare separate programs run seconds
-apart; on a shared machine (and more so with more ranks than cores) a busy
-spell can land on one of them. Here one flock process calls, on the same torch
-buffers and alternating iteration by iteration:
+run_allreduce.py compares separate programs run seconds apart; on a shared
+machine (and more so with more ranks than cores) a busy spell can land on one of
+them (run_neighbor.py pairs flock with this neighbor floor inside bench_neighbor.py).
+Here one flock process calls, on the same torch buffers and alternating iteration
+by iteration:
 
   --op allreduce (default)
     mpi    MPI_Allreduce(MPI_IN_PLACE, float32, MPI_SUM) through ctypes, on the
