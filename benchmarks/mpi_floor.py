@@ -13,6 +13,8 @@ on MPI_COMM_WORLD with a tag of their own; flock talks on communicators of its o
 import ctypes
 import ctypes.util
 
+import torch
+
 NEIGHBOR_TAG = 4242
 MPI_IN_PLACE = 1  # OpenMPI's value
 
@@ -22,7 +24,7 @@ class MpiUnavailable(RuntimeError):
 
 
 def _float32_contiguous(tensor):
-    if str(tensor.dtype) != "torch.float32" or not tensor.is_contiguous():
+    if tensor.dtype != torch.float32 or not tensor.is_contiguous():
         raise ValueError("the MPI floors take contiguous float32 tensors, not {} {}".format(
             tensor.dtype, "contiguous" if tensor.is_contiguous() else "strided"))
 
@@ -62,7 +64,6 @@ class NeighborFloor:
     in place in a preallocated output (no temporaries)."""
 
     def __init__(self, mpi, x, sources, destinations):
-        import torch
         _float32_contiguous(x)
         self.mpi, self.x = mpi, x
         self.sources, self.destinations = list(sources), list(destinations)
@@ -72,7 +73,6 @@ class NeighborFloor:
         self.weight = 1.0 / (len(self.sources) + 1)
 
     def __call__(self):
-        import torch
         lib, mpi, x = self.mpi.lib, self.mpi, self.x
         count, slot = x.numel(), ctypes.sizeof(ctypes.c_void_p)
         for j, source in enumerate(self.sources):
