@@ -29,8 +29,9 @@
 // 10 ms). Fusion: an announcement waits until no
 // request has arrived for FLOCK_CYCLE_TIME_MS (at most ten cycles in all),
 // unless a thread is already waiting for one of its requests; the engine
-// sleeps through that window, and global ops submitted meanwhile join it
-// without waking the engine.
+// sleeps through that window, and ops submitted meanwhile (global, or neighbor
+// ops whose entries wait in the outbox for the same window) join it without
+// waking the engine.
 #pragma once
 
 #include <atomic>
@@ -145,7 +146,7 @@ class Engine {
   // Set (under mutex_) whenever queue_, stop_requested_ or flush_requested_
   // change, so the polling loop looks at them without taking the lock.
   std::atomic<bool> user_signal_{false};
-  // The engine sleeps through a fusion window: a global op submitted meanwhile
+  // The engine sleeps through a fusion window: an op submitted meanwhile
   // joins it without waking the engine (a wait or the window's end does), so a
   // burst of nonblocking calls costs no wake-up per call.
   std::atomic<bool> gathering_{false};

@@ -354,12 +354,30 @@ bool NeighborExchange::on_this_host(int peer) const {
 }
 
 bool NeighborExchange::TryCompleteAll() {
+  // Completing a step may start the call's next one (steps_ changes), so the
+  // keys are collected first — only those of finished steps: this runs on
+  // every pass of the loop, over every step in flight.
   std::vector<std::string> keys;
-  keys.reserve(steps_.size());
-  for (const auto& [key, step] : steps_) keys.push_back(key);
+  for (const auto& [key, step] : steps_) {
+    if (Finished(step)) keys.push_back(key);
+  }
   bool completed = false;
   for (const std::string& key : keys) completed |= TryComplete(key);
   return completed;
+}
+
+bool NeighborExchange::Finished(const Step& step) {
+  if (step.scratch_transfer >= 0 || !step.lane_queue.empty() || step.acc_lane >= 0 ||
+      step.scratch_waiting >= 0)
+    return false;
+  for (const Incoming& in : step.in) {
+    if (!in.resolved || in.transfer >= 0) return false;
+  }
+  for (const Outgoing& out : step.out) {
+    if (out.lane >= 0) return false;  // its bytes are still being read
+    if (!out.rejected && !(out.flushed && out.confirmed)) return false;
+  }
+  return true;
 }
 
 void NeighborExchange::Route(int from, NeighborEntry entry,
@@ -393,16 +411,7 @@ bool NeighborExchange::TryComplete(const std::string& key) {
   auto it = steps_.find(key);
   if (it == steps_.end()) return false;
   Step& step = it->second;
-  if (step.scratch_transfer >= 0 || !step.lane_queue.empty() || step.acc_lane >= 0 ||
-      step.scratch_waiting >= 0)
-    return false;
-  for (const Incoming& in : step.in) {
-    if (!in.resolved || in.transfer >= 0) return false;
-  }
-  for (const Outgoing& out : step.out) {
-    if (out.lane >= 0) return false;  // its bytes are still being read
-    if (!out.rejected && !(out.flushed && out.confirmed)) return false;
-  }
+  if (!Finished(step)) return false;
   Status status = step.status.ok() ? FinishStep(step) : step.status;
   std::shared_ptr<Call> call = step.call;
   timeline_.End(call->request.op.name);

@@ -209,6 +209,8 @@ class NeighborExchange {
   void Contribute(Step& step, const Incoming& in, const void* data);
   void StoreSelf(Step& step);
   bool ProgressStep(Step& step);
+  // Every peer resolved, no lane in flight: the step can complete.
+  static bool Finished(const Step& step);
   bool TryComplete(const std::string& key);
   Status FinishStep(Step& step);
   void FinishCall(Call& call);
