@@ -26,7 +26,7 @@ outputs checked against the expected average (SystemExit if wrong), then timed i
 max over ranks; a line reports the median, min and max of those in milliseconds. Before the
 first case, half a second of untimed small calls (see Bench.settle).
 
-    flockrun -np 2 python benchmarks/bench_neighbor.py [--max-bytes N] [--reps N]
+    flockrun -np 2 python benchmarks/bench_neighbor.py [--min-bytes N] [--max-bytes N] [--reps N]
         [--no-allreduce] [--no-resnet50] [--no-inprocess-floor]
 """
 
@@ -247,6 +247,7 @@ class Bench:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--min-bytes", type=int, default=MIN_BYTES)
     parser.add_argument("--max-bytes", type=int, default=MAX_BYTES)
     parser.add_argument("--reps", type=int, default=0, help="timed iterations for every case")
     parser.add_argument("--no-allreduce", dest="allreduce", action="store_false",
@@ -259,7 +260,7 @@ def main(argv=None):
     torch.set_num_threads(1)  # two cores, shared: no intra-op thread pool in the way
     bench = Bench(args.reps, args.inprocess_floor)
     bench.settle()
-    nbytes = MIN_BYTES
+    nbytes = args.min_bytes
     while nbytes <= args.max_bytes:
         bench.sizes(nbytes, args.allreduce)
         nbytes *= 4

@@ -20,7 +20,7 @@
 // thread of this rank waits for a result (or, on the coordinator, other ranks'
 // announcements are pending): lanes in flight are polled without pause, a
 // response is awaited without pause for a while after the last activity (a
-// driving caller on ranks that share cores: up to 1 ms). With
+// driving caller on ranks that share cores: up to 100 ms, else 1 ms). With
 // nobody waiting, user threads compute: lanes on this host are polled every
 // 10 us, lanes to other hosts every 10-100 us (the socket buffers carry the
 // bytes between polls), a due response after an eighth of the time waited so

@@ -27,6 +27,13 @@ constexpr auto kSpinWindow = std::chrono::microseconds(200);
 // before it leaves the rest to the engine thread and sleeps: the wake-ups it
 // saves matter for short ops, not against a millisecond of transfer.
 constexpr auto kMaxDrive = std::chrono::milliseconds(1);
+// The same on ranks that share cores, where a handover costs more: each of
+// its two wake-ups waits for a core that the other ranks keep busy, and a peer
+// late by a millisecond is mostly one busy with its own copies (4 ranks on
+// 2 cores, 4 MiB: 1.25x the Isend/Irecv floor handing over after 1 ms, 1.02x
+// driving on; median of 8 alternating launches). The cap lets a caller whose
+// peer really computes stop spinning, and see Ctrl-C in HandleTable::Wait.
+constexpr auto kMaxDriveOnSharedCores = std::chrono::milliseconds(100);
 // How often an engine with nothing in flight looks for neighbours' messages.
 constexpr auto kIdlePollInterval = std::chrono::milliseconds(10);
 
@@ -55,7 +62,7 @@ void Engine::TryDrive(HandleId id) {
   active_drivers_.fetch_add(1, std::memory_order_seq_cst);
   RequestFlush();  // as the wait listener does, without waking anyone
   ++counters_.driven_waits;
-  const auto give_up = Clock::now() + kMaxDrive;
+  const auto give_up = Clock::now() + (shares_cores_ ? kMaxDriveOnSharedCores : kMaxDrive);
   bool done = false;
   while (!finished_ && Clock::now() < give_up) {
     const Result<bool> finished = handles_.IsDone(id);
@@ -65,10 +72,10 @@ void Engine::TryDrive(HandleId id) {
     // Other threads' ops this drive finished: wake them now, not when it ends.
     handles_.WakeHeld();
     // Where the engine thread would sleep (nothing came for a while), a caller
-    // on ranks that share cores yields and polls on until kMaxDrive: the peer
-    // it waits for often just has not had a core yet, and a sleep would cost a
-    // wake-up later (4 ranks on 2 cores, 1 MiB: 1.07-1.14x the Isend/Irecv
-    // floor when it slept, 1.00-1.03x polling on). With a core of its own, it
+    // on ranks that share cores yields and polls on: the peer it waits for
+    // often just has not had a core yet, and a sleep would cost a wake-up
+    // later (4 ranks on 2 cores, 1 MiB: 1.07-1.14x the Isend/Irecv floor when
+    // it slept, 1.00-1.03x polling on). With a core of its own, it
     // hands over: spinning there would take a core from the user's threads.
     if (plan.kind == IdleKind::kSleep && !shares_cores_) break;
     if (plan.kind != IdleKind::kRun) std::this_thread::yield();
