@@ -8,7 +8,7 @@ rate and model, writes the JSON lines and PNG plots to --out. The cluster is rem
 the end, also on failure or Ctrl-C.
 
 Compute per step is set as a ratio r to the time one gradient set takes over one link at
---reference-rate (see docs/performance.md, "Scaling on emulated hosts", for why):
+--reference-rate (see docs/performance/scaling.md for why):
 
     compute_s = r * gradient_bytes * 8 / reference_rate_bits
 
