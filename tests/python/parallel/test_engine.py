@@ -153,6 +153,34 @@ def test_blocking_calls_run_the_engine_loop_on_the_waiting_thread(rank, size):
         assert after["driven_done"] - before["driven_done"] >= calls // 2
 
 
+def _large_blocking_neighbor_calls_not_finished_by_their_caller(rank, size, calls=10):
+    """Blocking 4 MiB neighbor_allreduces checked against the dense reference;
+    returns how many of them the waiting caller's drive did not finish."""
+    w = nr.static_mixing(tu.ExponentialGraph(size), weighted=False)
+    x = torch.full((1 << 20,), float(rank + 1))
+    want = sum(w[j][rank] * (j + 1) for j in range(size))
+    before = bf.engine_counters()
+    for _ in range(calls):
+        out = bf.neighbor_allreduce(x, name="drive.large")
+        assert out[0].item() == pytest.approx(want, rel=1e-6)
+        assert out[-1].item() == pytest.approx(want, rel=1e-6)
+    after = bf.engine_counters()
+    return calls - (after["driven_done"] - before["driven_done"])
+
+
+@needs_ranks(3)
+def test_on_shared_cores_the_waiting_caller_drives_a_long_call_to_its_end(rank, size):
+    # With more ranks than cores, handing the loop to the engine thread midway
+    # costs two wake-ups that each wait for a busy core (4 MiB at np 4: 1.25x
+    # the Isend/Irecv floor handing over after 1 ms, 1.02x driving on), so the
+    # caller drives a call of several milliseconds to its end (up to 100 ms).
+    if size <= (os.cpu_count() or 1):
+        pytest.skip("ranks have cores of their own: the caller hands over where the loop sleeps")
+    _holds_on_every_rank_within_three_attempts(
+        lambda: _large_blocking_neighbor_calls_not_finished_by_their_caller(rank, size), 2,
+        "blocking 4 MiB neighbor calls (of 10) that the waiting caller did not finish")
+
+
 @needs_ranks(2)
 def test_ctrl_c_interrupts_a_wait_for_a_late_peer(rank, size):
     # Rank 1 waits for rank 0, which sends only after that wait was interrupted:
