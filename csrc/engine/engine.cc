@@ -152,8 +152,12 @@ bool Engine::Step() {
   const PollingPass pass(transport_);  // the loop yields between passes, not inside (Idle)
   bool did_work = DrainQueue();
   const bool flush = flush_now_;  // read with the queue swap; SendReady clears it
-  did_work |= neighbor_->Poll();
+  // Sends before receives: a lane receive posted in Poll may copy the whole
+  // tensor at once (the single-copy shared-memory path pulls it inside
+  // MPI_Irecv), and a peer waiting meanwhile for this rank's own entries would
+  // start its copy only after ours (np 2, 64 MiB: 28.5 -> 19.3 ms).
   did_work |= neighbor_->Flush(flush);
+  did_work |= neighbor_->Poll();
   did_work |= SendReady();
   did_work |= PollControl();
   if (rank_ == 0) CheckStalls();
