@@ -136,13 +136,18 @@ def test_two_steps_per_communication(kind):
 
 
 def test_gradient_accumulation_averages_the_sum_of_the_passes():
+    # The local sum comes from an unwrapped twin: the wrapped model's p.grad is being
+    # averaged in place from the second backward pass on, so reading it then would race.
+    twin = _model()
+    for k in range(2):
+        twin(_batch(k)).pow(2).mean().backward()
+    local = [p.grad.clone() for p in twin.parameters()]
     model = _model()
     optimizer = bf.DistributedGradientAllreduceOptimizer(torch.optim.SGD(model.parameters(), lr=0.0),
                                                          model, num_steps_per_communication=2)
     optimizer.zero_grad()
     for k in range(2):
         model(_batch(k)).pow(2).mean().backward()
-    local = [p.grad.clone() for p in model.parameters()]
     optimizer.synchronize()
     for p, mine in zip(model.parameters(), local):
         expected = bf.allreduce(mine, name="accumulated.reference")
