@@ -246,6 +246,7 @@ bool NeighborExchange::Flush(bool force) {
     size_t begin = 0;
     while (begin < live.size()) {
       std::vector<NeighborEntry> entries;
+      entries.reserve(live.size() - begin);
       int64_t inline_bytes = 0;
       size_t end = begin;
       while (end < live.size()) {
@@ -254,7 +255,7 @@ bool NeighborExchange::Flush(bool force) {
             e.type == NeighborEntryType::kData && e.lane_tag < 0 ? e.payload_bytes : 0;
         if (end > begin && inline_bytes + add > options_.message_limit_bytes) break;
         inline_bytes += add;
-        entries.push_back(e);
+        entries.push_back(std::move(live[end].entry));  // below, only entries[] is read
         ++end;
       }
       FLOCK_LOG(kTrace, "neighbor") << "sending " << entries.size() << " entries to rank " << peer;
@@ -263,17 +264,18 @@ bool NeighborExchange::Flush(bool force) {
       if (!s.ok()) FLOCK_LOG(kError, "neighbor") << s.ToString();
       ++counters_.neighbor_messages;
       for (size_t i = begin; i < end; ++i) {
-        Outbound& ob = live[i];
-        if (ob.entry.type != NeighborEntryType::kData) continue;
+        const Outbound& ob = live[i];
+        const NeighborEntry& entry = entries[i - begin];
+        if (entry.type != NeighborEntryType::kData) continue;
         ++counters_.neighbor_entries;
-        counters_.neighbor_bytes += ob.entry.payload_bytes;
+        counters_.neighbor_bytes += entry.payload_bytes;
         Step& step = steps_.at(ob.step_key);
         Outgoing& out = step.out[ob.out_index];
         out.flushed = true;
-        if (ob.entry.lane_tag < 0) continue;
+        if (entry.lane_tag < 0) continue;
         ++counters_.neighbor_lanes;
-        auto lane = transport_.StartSend(ob.entry.payload, ob.entry.payload_bytes, peer,
-                                         ob.entry.lane_tag, CommGroup::kNeighbor);
+        auto lane = transport_.StartSend(entry.payload, entry.payload_bytes, peer, entry.lane_tag,
+                                         CommGroup::kNeighbor);
         if (lane.ok()) {
           out.lane = lane.value();
         } else {
