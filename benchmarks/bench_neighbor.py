@@ -206,13 +206,14 @@ class Bench:
             for impl, slowest in self.measure(nbytes, works).items():
                 self.report(impl, "sizes", nbytes, 1, slowest)
 
-    def floor_case(self, t):
-        """{FLOOR: (work, check)} for the in-process floor on t, or {} without one."""
+    def floor_case(self, t, check=None):
+        """{FLOOR: (work, check)} for the in-process floor on t (a tensor or a list), or {}
+        without one."""
         if self.mpi is None:
             return {}
         bf = self.bf
         floor = NeighborFloor(self.mpi, t, self.sources, bf.out_neighbor_ranks())
-        return {FLOOR: (floor, functools.partial(self.check_average, what=FLOOR))}
+        return {FLOOR: (floor, check or functools.partial(self.check_average, what=FLOOR))}
 
     def resnet50(self):
         bf = self.bf
@@ -238,6 +239,10 @@ class Bench:
                  (flock, 1): (lambda: bf.neighbor_allreduce(fused, name="bench.resnet50.fused"),
                              lambda out: self.check_average(out, "bench.resnet50.fused"))}
         works.update({(key, 1): case for key, case in self.floor_case(fused).items()})
+        # What 161 tensors cost MPI itself: the same floor on the list.
+        works.update({(key, RESNET50_TENSORS): case
+                      for key, case in self.floor_case([t for t, _ in grads],
+                                                       check_per_tensor).items()})
         for (impl, tensors), values in self.measure(total * 4, works).items():
             self.report(impl, "resnet50", total * 4, tensors, values)
 

@@ -58,31 +58,41 @@ class MpiFloor:
 
 
 class NeighborFloor:
-    """raw_mpi_neighbor.cc's Isend/Irecv floor for one float32 tensor x and fixed neighbours:
-    MPI_Irecv from every source into its own preallocated buffer, MPI_Isend to every
-    destination, MPI_Waitall, then out = w*x + sum of w*received[j], w = 1/(sources + 1),
-    in place in a preallocated output (no temporaries)."""
+    """raw_mpi_neighbor.cc's Isend/Irecv floor for fixed neighbours, on one float32 tensor x
+    or on a list of them: MPI_Irecv from every source into a preallocated buffer per tensor,
+    MPI_Isend to every destination (tensor i on tag NEIGHBOR_TAG + i), one MPI_Waitall,
+    then out = w*x + sum of w*received[j], w = 1/(sources + 1), in place in preallocated
+    outputs (no temporaries). The list form is what many tensors cost MPI itself."""
 
     def __init__(self, mpi, x, sources, destinations):
-        _float32_contiguous(x)
-        self.mpi, self.x = mpi, x
+        self.single = not isinstance(x, (list, tuple))
+        self.xs = [x] if self.single else list(x)
+        for tensor in self.xs:
+            _float32_contiguous(tensor)
+        self.mpi = mpi
         self.sources, self.destinations = list(sources), list(destinations)
-        self.out = torch.empty_like(x)
-        self.received = [torch.empty_like(x) for _ in self.sources]
-        self.requests = (ctypes.c_void_p * (len(self.sources) + len(self.destinations)))()
+        self.outs = [torch.empty_like(tensor) for tensor in self.xs]
+        self.received = [[torch.empty_like(tensor) for _ in self.sources] for tensor in self.xs]
+        per_tensor = len(self.sources) + len(self.destinations)
+        self.requests = (ctypes.c_void_p * (per_tensor * len(self.xs)))()
         self.weight = 1.0 / (len(self.sources) + 1)
 
     def __call__(self):
-        lib, mpi, x = self.mpi.lib, self.mpi, self.x
-        count, slot = x.numel(), ctypes.sizeof(ctypes.c_void_p)
-        for j, source in enumerate(self.sources):
-            lib.MPI_Irecv(self.received[j].data_ptr(), count, mpi.float32, source, NEIGHBOR_TAG,
-                          mpi.world, ctypes.byref(self.requests, j * slot))
-        for j, destination in enumerate(self.destinations):
-            lib.MPI_Isend(x.data_ptr(), count, mpi.float32, destination, NEIGHBOR_TAG,
-                          mpi.world, ctypes.byref(self.requests, (len(self.sources) + j) * slot))
-        lib.MPI_Waitall(len(self.requests), self.requests, None)  # NULL: MPI_STATUSES_IGNORE
-        torch.mul(x, self.weight, out=self.out)
-        for buffer in self.received:
-            self.out.add_(buffer, alpha=self.weight)
-        return self.out
+        lib, mpi = self.mpi.lib, self.mpi
+        slot, posted = ctypes.sizeof(ctypes.c_void_p), 0
+        for i, (x, received) in enumerate(zip(self.xs, self.received)):
+            for buffer, source in zip(received, self.sources):
+                lib.MPI_Irecv(buffer.data_ptr(), x.numel(), mpi.float32, source, NEIGHBOR_TAG + i,
+                              mpi.world, ctypes.byref(self.requests, posted * slot))
+                posted += 1
+        for i, x in enumerate(self.xs):
+            for destination in self.destinations:
+                lib.MPI_Isend(x.data_ptr(), x.numel(), mpi.float32, destination, NEIGHBOR_TAG + i,
+                              mpi.world, ctypes.byref(self.requests, posted * slot))
+                posted += 1
+        lib.MPI_Waitall(posted, self.requests, None)  # NULL: MPI_STATUSES_IGNORE
+        for x, out, received in zip(self.xs, self.outs, self.received):
+            torch.mul(x, self.weight, out=out)
+            for buffer in received:
+                out.add_(buffer, alpha=self.weight)
+        return self.outs[0] if self.single else self.outs

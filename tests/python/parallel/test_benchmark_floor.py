@@ -53,6 +53,23 @@ def test_neighbor_floor_matches_dense_reference_and_flock(count, rank, size):
                              "flock")
 
 
+def test_neighbor_floor_on_a_list_reduces_each_tensor(rank, size):
+    mpi = _floor()
+    graph = tu.ExponentialGraph(size)
+    assert bf.set_topology(graph)
+    counts = [3, 100003, 1, 4099]  # each its own messages, all in flight at once
+    inputs = [_inputs("floor.list.{}".format(i), size, (n,)) for i, n in enumerate(counts)]
+    xs = [torch.from_numpy(per_rank[rank]).to(torch.float32) for per_rank in inputs]
+    floor = mpi_floor.NeighborFloor(mpi, xs, bf.in_neighbor_ranks(), bf.out_neighbor_ranks())
+    bf.barrier()
+    outs = floor()
+    assert len(outs) == len(xs)
+    w = nr.static_mixing(graph, weighted=False)
+    for out, per_rank in zip(outs, inputs):
+        nr.assert_weighted_close(out.to(torch.float64).numpy(), nr.mixed(w, per_rank, rank),
+                                 nr.mixed_bound(w, per_rank, rank), "float32", "floor on a list")
+
+
 def test_allreduce_floor_sums(rank, size):
     mpi = _floor()
     inputs = _inputs("floor.allreduce", size, (1000,))
