@@ -13,8 +13,9 @@ bytes, tensors, reps, median_ms, min_ms, max_ms):
   resnet50  the 161 gradients of ResNet-50 (25,557,032 float32, see resnet50_parameters)
             submitted with bf.neighbor_allreduce_nonblocking(t, name=...) and then all
             synchronized (tensors 161), against one bf.neighbor_allreduce of one tensor of the
-            same total size (tensors 1) and the in-process floor on that tensor; the three
-            alternate iteration by iteration.
+            same total size (tensors 1), the in-process floor on that tensor (tensors 1)
+            and the same floor on the 161 tensors (tensors 161: what their messages cost
+            MPI itself); the four alternate iteration by iteration.
 
 Alternating cases take turns in every order (all permutations, cycled), so each goes
 first, and follows each other, equally often. The in-process floor needs OpenMPI; without it

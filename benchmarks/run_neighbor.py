@@ -13,7 +13,9 @@ over the in-process floor's median from the same run (the two alternated call by
 they saw the same load), and the table shows the median of those per-round ratios. On this
 shared VM a separate program's medians move by tens of percent between launches minutes
 apart; the C floor program is there to show that the in-process floor is as fast as C, and
-flock/C floor is shown beside. 3 rounds took ~3 min at np 2 and ~8 min at np 4.
+flock/C floor is shown beside. 3 rounds took ~3 min at np 2 and ~8 min at np 4 before
+the floor on the 161 tensors joined the ResNet-50 case; 6 rounds of that case alone
+(--max-bytes 1) now take ~4 min at np 2 and ~9 min at np 4.
 
 A run that fails or times out is reported (its stderr tail goes to stderr, a note to the
 tables) and the rounds go on; lines it printed before failing are kept. A program that has
