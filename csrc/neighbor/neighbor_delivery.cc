@@ -23,13 +23,16 @@ void NeighborExchange::Deliver(Step& step, int from, const NeighborEntry& entry)
 Status NeighborExchange::CheckShapes(const Step& step, int from, const NeighborEntry& entry,
                                      const std::vector<int64_t>& expected, const char* role) const {
   const Call& call = *step.call;
-  const std::string who =
-      "rank " + std::to_string(from) + " (" + role + ") and rank " + std::to_string(rank_);
+  // Built only for an error: this runs for every entry that arrives.
+  auto who = [&] {
+    return "rank " + std::to_string(from) + " (" + role + ") and rank " + std::to_string(rank_);
+  };
   if (entry.kind != static_cast<uint8_t>(call.request.op.kind)) {
-    return Status::Mismatch(Describe(call) + ": " + who + " called different ops under this name");
+    return Status::Mismatch(Describe(call) + ": " + who() +
+                            " called different ops under this name");
   }
   if (entry.dtype != call.request.op.tensor.dtype) {
-    return Status::Mismatch(Describe(call) + ": dtype differs between " + who + ": " +
+    return Status::Mismatch(Describe(call) + ": dtype differs between " + who() + ": " +
                             DataTypeName(entry.dtype) + " vs " +
                             DataTypeName(call.request.op.tensor.dtype));
   }
@@ -39,7 +42,7 @@ Status NeighborExchange::CheckShapes(const Step& step, int from, const NeighborE
                    std::equal(expected.begin() + 1, expected.end(), entry.shape.begin() + 1)
              : entry.shape == expected;
   if (!same) {
-    return Status::Mismatch(Describe(call) + ": shape differs between " + who + ": " +
+    return Status::Mismatch(Describe(call) + ": shape differs between " + who() + ": " +
                             ShapeToString(entry.shape) + " vs " + ShapeToString(expected) +
                             (gather ? " (only dim 0 may differ)" : ""));
   }

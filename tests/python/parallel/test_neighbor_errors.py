@@ -152,7 +152,10 @@ def test_dtype_or_shape_differs_between_neighbours(field, check, nonblocking, ra
         shape = (4,) if field == "shape" and rank == 1 else (3,)
         kwargs = dict(self_weight=0.5, src_weights={1 - rank: 0.5}, dst_weights=[1 - rank],
                       enable_topo_check=check, name=name)
-        with pytest.raises(bf.FlockMismatchError):
+        # The message names the pair and what differs (either rank's check may be first).
+        names_pair = r"{} differs between rank [01] \((sender|receiver)\) and rank [01]: ".format(
+            field)
+        with pytest.raises(bf.FlockMismatchError, match=names_pair):
             if nonblocking:
                 bf.synchronize(bf.neighbor_allreduce_nonblocking(_x(rank, dtype, shape), **kwargs))
             else:
