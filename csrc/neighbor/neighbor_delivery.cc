@@ -175,7 +175,7 @@ void NeighborExchange::AccumulatorLanded(Step& step, Incoming& in, const Status&
 void NeighborExchange::StartNextLane(Step& step) {
   if (step.scratch_transfer >= 0 || step.scratch_waiting >= 0 || step.lane_queue.empty()) return;
   const int index = step.lane_queue.front();
-  step.lane_queue.pop_front();
+  step.lane_queue.erase(step.lane_queue.begin());
   Incoming& in = step.in[static_cast<size_t>(index)];
   if (step.scratch.size() < static_cast<size_t>(in.bytes))
     step.scratch = pool_.Acquire(static_cast<size_t>(in.bytes));

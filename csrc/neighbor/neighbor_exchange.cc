@@ -35,7 +35,11 @@ NeighborExchange::NeighborExchange(Transport& transport, Options options, Engine
       finish_(std::move(finish)) {}
 
 std::string NeighborExchange::Key(const std::string& match_name, int64_t seq) {
-  return match_name + '\x1f' + std::to_string(seq);
+  const std::string number = std::to_string(seq);
+  std::string key;
+  key.reserve(match_name.size() + 1 + number.size());  // one allocation, not three
+  key.append(match_name).append(1, '\x1f').append(number);
+  return key;
 }
 
 std::string NeighborExchange::Describe(const Call& call) {
@@ -124,6 +128,8 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
     std::memmove(step.target + spec.self_target_offset * elem, self, spec.self_count * elem);
   }
 
+  step.in.reserve(spec.recvs.size());
+  step.out.reserve(spec.sends.size());
   for (const StepRecv& recv : spec.recvs) {
     Incoming in;
     in.spec = &recv;
@@ -174,7 +180,7 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
     for (Arrival& a : arrivals) Deliver(step, a.from, a.entry);
   }
   // What a departed peer sent before leaving is in; nothing more will come.
-  for (int peer : OpenPeers(step)) {
+  for (int peer : departed_ || !gone_.empty() ? OpenPeers(step) : std::vector<int>()) {
     if (departed_) {
       AbandonPair(step, peer,
                   Status::Aborted("flock was shut down on rank " + std::to_string(rank_)));

@@ -37,7 +37,6 @@
 #pragma once
 
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -150,7 +149,9 @@ class NeighborExchange {
     PooledBuffer scratch;  // kReduce: the one lane buffer
     TransferId scratch_transfer = -1;
     int scratch_owner = -1;
-    std::deque<int> lane_queue;  // lanes waiting for the scratch buffer
+    // Lanes waiting for the scratch buffer, oldest first: at most one per
+    // source, and a vector allocates nothing while empty (a deque does).
+    std::vector<int> lane_queue;
     // kReduce: the incoming whose lane lands in acc itself (in flight), and
     // what arrived meanwhile, added once it has landed: a lane in scratch,
     // inline payloads (copied).

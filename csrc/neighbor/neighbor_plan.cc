@@ -13,9 +13,8 @@ namespace {
 Status CheckPeer(const char* what, int peer, int rank, int size, const char* node = "rank") {
   const std::string n = node;
   if (peer < 0 || peer >= size) {
-    return Status::InvalidArgument(std::string(what) + " names " + n + " " +
-                                   std::to_string(peer) + ", out of range for " +
-                                   std::to_string(size) + " " + n + "s");
+    return Status::InvalidArgument(std::string(what) + " names " + n + " " + std::to_string(peer) +
+                                   ", out of range for " + std::to_string(size) + " " + n + "s");
   }
   if (peer == rank) {
     return Status::InvalidArgument(std::string(what) + " names this " + n + " (" +
@@ -55,15 +54,17 @@ Status NeedTopology(const topology::Graph* graph, int size, const NeighborArgNam
                                    " or pass the peers (" + names.dst_weights + ")");
   }
   if (graph->size() != size) {
-    return Status::Internal("the topology has " + std::to_string(graph->size()) +
-                            " nodes for " + std::to_string(size) + " ranks");
+    return Status::Internal("the topology has " + std::to_string(graph->size()) + " nodes for " +
+                            std::to_string(size) + " ranks");
   }
   return Status::OK();
 }
 
 std::vector<NeighborSend> StaticSends(const topology::Graph& graph, int rank) {
+  const std::vector<int> peers = graph.out_neighbors(rank);
   std::vector<NeighborSend> sends;
-  for (int peer : graph.out_neighbors(rank)) sends.push_back({peer, 1.0});
+  sends.reserve(peers.size());
+  for (int peer : peers) sends.push_back({peer, 1.0});
   return sends;
 }
 
@@ -107,6 +108,7 @@ Result<NeighborPlan> PlanNeighborAllreduce(const topology::Graph* graph, int ran
   FLOCK_RETURN_IF_ERROR(NeedTopology(graph, size, names));
   plan.sends = StaticSends(*graph, rank);
   const std::vector<int> in = graph->in_neighbors(rank);
+  plan.recvs.reserve(in.size());
   if (weights.self_weight) {  // static peers, the caller's weights
     FLOCK_ASSIGN_OR_RETURN(
         auto src, CheckedWeights(names.src_weights, *weights.src_weights, rank, size, node));
@@ -121,7 +123,8 @@ Result<NeighborPlan> PlanNeighborAllreduce(const topology::Graph* graph, int ran
     plan.self_weight = *weights.self_weight;
     for (int peer : in) {
       auto it = std::find_if(src.begin(), src.end(), [&](auto& e) { return e.first == peer; });
-      plan.recvs.push_back({peer, it == src.end() ? 0.0 : it->second});  // unlisted: received, unused
+      plan.recvs.push_back(
+          {peer, it == src.end() ? 0.0 : it->second});  // unlisted: received, unused
     }
     return plan;
   }
@@ -164,7 +167,8 @@ Result<NeighborPlan> PlanNeighborAllgather(const topology::Graph* graph, int ran
     for (int peer : seen) plan.sends.push_back({peer, 1.0});
     return plan;
   }
-  FLOCK_RETURN_IF_ERROR(NeedTopology(graph, size, {"rank", "src_ranks", "src_ranks and dst_ranks", "set_topology()"}));
+  FLOCK_RETURN_IF_ERROR(NeedTopology(
+      graph, size, {"rank", "src_ranks", "src_ranks and dst_ranks", "set_topology()"}));
   plan.sends = StaticSends(*graph, rank);
   for (int peer : graph->in_neighbors(rank)) plan.recvs.push_back({peer, 1.0});
   return plan;

@@ -16,9 +16,12 @@ ExchangeStep NeighborAllreduceStep(const NeighborPlan& plan, int64_t count,
   step.target = StepBuffer::kOutput;
   step.target_count = count;
   step.check = plan.check;
+  step.sends.reserve(plan.sends.size());
+  step.recvs.reserve(plan.recvs.size());
   for (const NeighborSend& s : plan.sends)
     step.sends.push_back({s.peer, s.scale, StepBuffer::kInput, 0, count, shape});
-  for (const NeighborRecv& r : plan.recvs) step.recvs.push_back({r.peer, r.weight, 0, count, shape});
+  for (const NeighborRecv& r : plan.recvs)
+    step.recvs.push_back({r.peer, r.weight, 0, count, shape});
   return step;
 }
 
@@ -28,6 +31,8 @@ ExchangeStep NeighborAllgatherStep(const NeighborPlan& plan, const std::vector<i
   ExchangeStep step;
   step.mode = ExchangeStep::Mode::kGather;
   step.check = plan.check;
+  step.sends.reserve(plan.sends.size());
+  step.recvs.reserve(plan.recvs.size());
   for (const NeighborSend& s : plan.sends)
     step.sends.push_back({s.peer, 1.0, StepBuffer::kInput, 0, count, shape});
   for (const NeighborRecv& r : plan.recvs) step.recvs.push_back({r.peer, 1.0, 0, 0, shape});

@@ -13,16 +13,24 @@ std::vector<int64_t> RowShape(const TensorView& t) {
   return t.shape.empty() ? std::vector<int64_t>{1} : t.shape;
 }
 
-// Records the steps `plan` leads to, or why there are none (and whom to tell).
-template <typename MakeSteps>
+// Records the steps `plan` leads to, or why there are none and whom to tell
+// (asked only then: a call that goes ahead needs no list of peers).
+template <typename MakeSteps, typename PeersIfRejected>
 void SetSteps(OpRequest& op, Result<NeighborPlan> plan, MakeSteps make_steps,
-              std::vector<int> peers_if_rejected) {
+              PeersIfRejected peers_if_rejected) {
   if (op.local_status.ok() && !plan.ok()) op.local_status = plan.status();
   if (op.local_status.ok()) {
     op.steps = std::make_shared<const std::vector<ExchangeStep>>(make_steps(plan.value()));
     return;
   }
-  op.notify_on_reject = std::move(peers_if_rejected);
+  op.notify_on_reject = peers_if_rejected();
+}
+
+// One step in a vector, moved in (an initializer list would copy its vectors).
+std::vector<ExchangeStep> OneStep(ExchangeStep step) {
+  std::vector<ExchangeStep> steps;
+  steps.push_back(std::move(step));
+  return steps;
 }
 
 void RequireFloating(OpRequest& op) {
@@ -61,10 +69,11 @@ void PrepareNeighborAllreduce(Runtime& runtime, OpRequest& op, const NeighborWei
   SetSteps(
       op, PlanNeighborAllreduce(graph.get(), runtime.rank(), runtime.size(), weights, check),
       [&](const NeighborPlan& plan) {
-        return std::vector<ExchangeStep>{
-            NeighborAllreduceStep(plan, tensor.num_elements(), tensor.shape)};
+        return OneStep(NeighborAllreduceStep(plan, tensor.num_elements(), tensor.shape));
       },
-      PeersOfRejectedCall(graph.get(), runtime.rank(), runtime.size(), named_ranks));
+      [&] {
+        return PeersOfRejectedCall(graph.get(), runtime.rank(), runtime.size(), named_ranks);
+      });
 }
 
 void PrepareNeighborAllgather(Runtime& runtime, OpRequest& op,
@@ -76,9 +85,11 @@ void PrepareNeighborAllgather(Runtime& runtime, OpRequest& op,
   SetSteps(
       op, PlanNeighborAllgather(graph.get(), runtime.rank(), runtime.size(), src_ranks, dst_ranks),
       [&](const NeighborPlan& plan) {
-        return std::vector<ExchangeStep>{NeighborAllgatherStep(plan, RowShape(tensor))};
+        return OneStep(NeighborAllgatherStep(plan, RowShape(tensor)));
       },
-      PeersOfRejectedCall(graph.get(), runtime.rank(), runtime.size(), named_ranks));
+      [&] {
+        return PeersOfRejectedCall(graph.get(), runtime.rank(), runtime.size(), named_ranks);
+      });
 }
 
 void PrepareHierarchicalNeighborAllreduce(Runtime& runtime, OpRequest& op,
@@ -101,7 +112,7 @@ void PrepareHierarchicalNeighborAllreduce(Runtime& runtime, OpRequest& op,
         return HierarchicalSteps(plan, count, layout.local_size, layout.local_rank,
                                  layout.machine_rank, check);
       },
-      HierarchicalPeers(runtime, named_machines));
+      [&] { return HierarchicalPeers(runtime, named_machines); });
 }
 
 }  // namespace flock
