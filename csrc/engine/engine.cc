@@ -170,7 +170,7 @@ bool Engine::Step() {
 bool Engine::DrainQueue() {
   // Nothing new from user threads: skip the lock they take to submit.
   if (!user_signal_.load(std::memory_order_seq_cst)) return false;  // see gathering_
-  std::vector<PendingRequest> arrived;
+  std::vector<PendingRequest>& arrived = drained_;
   bool stop = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -208,6 +208,8 @@ bool Engine::DrainQueue() {
     unsent_.push_back(std::move(entry));
     pending_.emplace(name, std::move(request));
   }
+  const bool got_requests = !arrived.empty();
+  arrived.clear();  // moved-from requests; the capacity stays for the next drain
   if (stop && !shutdown_announced_) {
     shutdown_announced_ = true;
     neighbor_->Depart();
@@ -219,7 +221,7 @@ bool Engine::DrainQueue() {
     }
     return true;
   }
-  return !arrived.empty();
+  return got_requests;
 }
 
 bool Engine::SendReady() {

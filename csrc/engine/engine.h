@@ -138,6 +138,10 @@ class Engine {
   std::mutex mutex_;
   Parker wake_;  // user threads wake the engine's Idle sleep
   std::vector<PendingRequest> queue_;
+  // What DrainQueue took from queue_, emptied after each drain: swapping the
+  // two keeps both capacities, so a burst of submissions does not regrow (and
+  // move) the queue every time. Only the thread running the loop touches it.
+  std::vector<PendingRequest> drained_;
   std::unordered_set<std::string> names_in_flight_;
   bool stop_requested_ = false;
   bool flush_requested_ = false;

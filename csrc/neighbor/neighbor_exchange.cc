@@ -237,6 +237,7 @@ bool NeighborExchange::Flush(bool force) {
     }
     // Drop data for steps that ended or whose pair already failed.
     std::vector<Outbound> live;
+    live.reserve(outbounds.size());
     for (Outbound& ob : outbounds) {
       if (ob.entry.type == NeighborEntryType::kData) {
         auto it = steps_.find(ob.step_key);
