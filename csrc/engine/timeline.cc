@@ -6,7 +6,7 @@
 namespace flock {
 namespace {
 
-std::string JsonEscape(const std::string& text) {
+std::string JsonEscape(std::string_view text) {
   std::string out;
   for (char c : text) {
     if (c == '"' || c == '\\') out += '\\';
@@ -46,12 +46,14 @@ Status Timeline::Start(const std::string& path, int rank) {
   std::fputs("[\n", file_);
   Write("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +
         ",\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}}");
+  active_.store(true, std::memory_order_release);
   return Status::OK();
 }
 
 void Timeline::Stop() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (file_ == nullptr) return;
+  active_.store(false, std::memory_order_release);
   std::fputs("\n]\n", file_);
   std::fclose(file_);
   file_ = nullptr;
@@ -78,24 +80,19 @@ void Timeline::Write(const std::string& event) {
   std::fputs(event.c_str(), file_);
 }
 
-void Timeline::Begin(const std::string& row, const std::string& span, TimePoint at) {
+void Timeline::Record(const std::string& row, const std::string_view* span, TimePoint at) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (file_ == nullptr) return;
+  if (file_ == nullptr) return;  // stopped since active() was read
   const int tid = RowId(row);
   char ts[32];
   std::snprintf(ts, sizeof(ts), "%.3f", Micros(at));
-  Write("{\"name\":\"" + JsonEscape(span) + "\",\"ph\":\"B\",\"ts\":" + ts +
-        ",\"pid\":" + std::to_string(rank_) + ",\"tid\":" + std::to_string(tid) + "}");
-}
-
-void Timeline::End(const std::string& row, TimePoint at) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (file_ == nullptr) return;
-  const int tid = RowId(row);
-  char ts[32];
-  std::snprintf(ts, sizeof(ts), "%.3f", Micros(at));
-  Write(std::string("{\"ph\":\"E\",\"ts\":") + ts + ",\"pid\":" + std::to_string(rank_) +
-        ",\"tid\":" + std::to_string(tid) + "}");
+  const std::string where = std::string(",\"ts\":") + ts + ",\"pid\":" + std::to_string(rank_) +
+                            ",\"tid\":" + std::to_string(tid) + "}";
+  if (span != nullptr) {
+    Write("{\"name\":\"" + JsonEscape(*span) + "\",\"ph\":\"B\"" + where);
+  } else {
+    Write("{\"ph\":\"E\"" + where);
+  }
 }
 
 }  // namespace flock

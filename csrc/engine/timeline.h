@@ -8,10 +8,12 @@
 // serialized by a mutex; the file is a valid JSON array once closed.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "common/status.h"
@@ -31,20 +33,27 @@ class Timeline {
 
   Status Start(const std::string& path, int rank);
   void Stop();
-  bool active() const { return file_ != nullptr; }
+  bool active() const { return active_.load(std::memory_order_acquire); }
 
   using TimePoint = std::chrono::steady_clock::time_point;
   // Opens / closes a span on the row of `row` (a tensor name). `at` defaults to now.
-  void Begin(const std::string& row, const std::string& span, TimePoint at = TimePoint());
-  void End(const std::string& row, TimePoint at = TimePoint());
+  // Without a file they return at once, unlocked: every op calls them several times.
+  void Begin(const std::string& row, std::string_view span, TimePoint at = TimePoint()) {
+    if (active()) Record(row, &span, at);
+  }
+  void End(const std::string& row, TimePoint at = TimePoint()) {
+    if (active()) Record(row, nullptr, at);
+  }
 
  private:
+  void Record(const std::string& row, const std::string_view* span, TimePoint at);  // span or end
   int RowId(const std::string& row);     // requires mutex_
   void Write(const std::string& event);  // requires mutex_
   double Micros(TimePoint at) const;
 
   std::mutex mutex_;
   std::FILE* file_ = nullptr;
+  std::atomic<bool> active_{false};  // file_ is open (read without the lock)
   bool first_event_ = true;
   int rank_ = 0;
   TimePoint origin_;

@@ -108,7 +108,8 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
   step.match_name = match_name;
   step.started = Clock::now();
   step.target = spec.mode == ExchangeStep::Mode::kGather ? nullptr : Buffer(*call, spec.target);
-  timeline_.Begin(call->request.op.name, spec.suffix.empty() ? "COMMUNICATE" : spec.suffix);
+  timeline_.Begin(call->request.op.name,
+                  spec.suffix.empty() ? std::string_view("COMMUNICATE") : spec.suffix);
 
   const char* self = Buffer(*call, spec.self_from) + spec.self_offset * elem;
   if (spec.mode == ExchangeStep::Mode::kReduce) {
