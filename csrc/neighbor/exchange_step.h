@@ -45,8 +45,8 @@ struct ExchangeStep {
   StepBuffer self_from = StepBuffer::kInput;
   int64_t self_offset = 0;
   int64_t self_count = 0;
-  double self_weight = 1.0;         // kReduce
-  int64_t self_target_offset = 0;   // kPlace
+  double self_weight = 1.0;        // kReduce
+  int64_t self_target_offset = 0;  // kPlace
   StepBuffer target = StepBuffer::kOutput;
   int64_t target_count = 0;
   std::vector<StepSend> sends;

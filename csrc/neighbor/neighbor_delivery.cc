@@ -96,6 +96,7 @@ void NeighborExchange::DeliverData(Step& step, int from, const NeighborEntry& en
         }
         in.transfer = transfer.value();
         step.acc_lane = index;
+        MarkMoving(step);
         return;
       }
       if (entry.lane_tag >= 0) {
@@ -128,6 +129,7 @@ void NeighborExchange::DeliverData(Step& step, int from, const NeighborEntry& en
                                        CommGroup::kNeighbor);
   if (transfer.ok()) {
     in.transfer = transfer.value();
+    MarkMoving(step);
   } else {
     FailPair(step, from, transfer.status());
   }
@@ -188,6 +190,7 @@ void NeighborExchange::StartNextLane(Step& step) {
   }
   step.scratch_transfer = transfer.value();
   step.scratch_owner = index;
+  MarkMoving(step);
 }
 
 void NeighborExchange::Contribute(Step& step, const Incoming& in, const void* data) {
@@ -292,6 +295,35 @@ void NeighborExchange::DrainLane(int from, const NeighborEntry& entry) {
     return;
   }
   discards_.push_back(Discard{transfer.value(), from, std::move(buffer)});
+}
+
+void NeighborExchange::MarkMoving(Step& step) {
+  if (step.moving) return;
+  step.moving = true;
+  moving_.push_back(&step);
+}
+
+bool NeighborExchange::HasTransfers(const Step& step) {
+  if (step.scratch_transfer >= 0) return true;
+  for (const Incoming& in : step.in)
+    if (in.transfer >= 0) return true;
+  for (const Outgoing& out : step.out)
+    if (out.lane >= 0) return true;
+  return false;
+}
+
+bool NeighborExchange::ProgressMoving() {
+  // ProgressStep may start a step's next lane (MarkMoving appends to moving_),
+  // so this pass works on a snapshot and keeps what is still in flight.
+  std::vector<Step*> now;
+  now.swap(moving_);
+  for (Step* step : now) step->moving = false;
+  bool did_work = false;
+  for (Step* step : now) {
+    did_work |= ProgressStep(*step);
+    if (HasTransfers(*step)) MarkMoving(*step);
+  }
+  return did_work;
 }
 
 bool NeighborExchange::ProgressStep(Step& step) {

@@ -45,9 +45,9 @@ void NeighborExchange::CheckStalls(double warn_s, double fail_s) {
     const std::vector<int> missing = OpenPeers(step);
     if (!step.stall_warned && waited >= warn_s) {
       step.stall_warned = true;
-      FLOCK_LOG(kWarning, "stall") << Describe(*step.call) << " (" << step.match_name
-                                   << ") has waited " << static_cast<int>(waited)
-                                   << " s for ranks " << BracketedList(missing);
+      FLOCK_LOG(kWarning, "stall")
+          << Describe(*step.call) << " (" << step.match_name << ") has waited "
+          << static_cast<int>(waited) << " s for ranks " << BracketedList(missing);
     }
     if (fail_s > 0 && waited >= fail_s) {
       const Status status = Status::Aborted(
@@ -108,6 +108,7 @@ void NeighborExchange::Abandon(const std::string& reason) {
     calls.push_back(step.call);
   }
   steps_.clear();
+  moving_.clear();
   for (auto& call : calls) finish_(call->request, Status::Aborted(reason), nullptr);
 }
 

@@ -286,6 +286,7 @@ bool NeighborExchange::Flush(bool force) {
                                          CommGroup::kNeighbor);
         if (lane.ok()) {
           out.lane = lane.value();
+          MarkMoving(step);
         } else {
           FailPair(step, peer, lane.status());
         }
@@ -325,7 +326,7 @@ bool NeighborExchange::Poll() {
       ++it;
     }
   }
-  for (auto& [key, step] : steps_) did_work |= ProgressStep(step);
+  did_work |= ProgressMoving();
   did_work |= TryCompleteAll();
   return did_work;
 }
@@ -342,7 +343,8 @@ NeighborExchange::Transfers NeighborExchange::transfers() const {
     found.on_this_host |= on_this_host(peer);
   };
   for (const Discard& discard : discards_) note(discard.peer);
-  for (const auto& [key, step] : steps_) {
+  for (const Step* moving : moving_) {  // every step with a transfer in flight
+    const Step& step = *moving;
     if (found.on_this_host) break;
     if (step.scratch_transfer >= 0)
       note(step.in[static_cast<size_t>(step.scratch_owner)].spec->peer);

@@ -161,6 +161,7 @@ class NeighborExchange {
     Status status;
     Clock::time_point started;
     bool stall_warned = false;
+    bool moving = false;  // listed in moving_
   };
   struct Outbound {
     NeighborEntry entry;
@@ -209,7 +210,13 @@ class NeighborExchange {
   void AccumulatorLanded(Step& step, Incoming& in, const Status& received);
   void Contribute(Step& step, const Incoming& in, const void* data);
   void StoreSelf(Step& step);
+  // Polls the transfers of the steps in moving_ only: a pass need not visit
+  // every step in flight (161 for ResNet-50's gradients) to find the few
+  // whose lanes are moving.
+  bool ProgressMoving();
   bool ProgressStep(Step& step);
+  void MarkMoving(Step& step);  // after starting one of its transfers
+  static bool HasTransfers(const Step& step);
   // Every peer resolved, no lane in flight: the step can complete.
   static bool Finished(const Step& step);
   bool TryComplete(const std::string& key);
@@ -225,7 +232,11 @@ class NeighborExchange {
   FinishFn finish_;
 
   BufferPool pool_;  // first: the buffers of steps and calls go back to it
-  std::unordered_map<std::string, Step> steps_;        // by step key
+  std::unordered_map<std::string, Step> steps_;  // by step key
+  // The steps with a transfer in flight (each once, Step::moving): a step
+  // leaves only in ProgressMoving, once its last transfer ended, and a step
+  // ends only without transfers, so none here is erased (Abandon clears both).
+  std::vector<Step*> moving_;
   std::unordered_map<std::string, int64_t> next_seq_;  // per step match name
   std::unordered_map<std::string, std::vector<Arrival>> mailbox_;
   std::map<int, std::vector<Outbound>> outbox_;

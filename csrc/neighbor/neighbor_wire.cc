@@ -67,8 +67,8 @@ Result<std::vector<NeighborEntry>> DecodeNeighborMessage(
     switch (e.type) {
       case NeighborEntryType::kData: {
         uint8_t check = 0;
-        if (!r.Get(&e.scale) || !r.Get(&check) || !r.Get(&e.lane_tag) ||
-            !r.Get(&e.payload_bytes) || e.payload_bytes < 0) {
+        if (!r.Get(&e.scale) || !r.Get(&check) || !r.Get(&e.lane_tag) || !r.Get(&e.payload_bytes) ||
+            e.payload_bytes < 0) {
           return Corrupt();
         }
         e.check = check != 0;
