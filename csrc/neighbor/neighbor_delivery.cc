@@ -314,15 +314,16 @@ bool NeighborExchange::HasTransfers(const Step& step) {
 
 bool NeighborExchange::ProgressMoving() {
   // ProgressStep may start a step's next lane (MarkMoving appends to moving_),
-  // so this pass works on a snapshot and keeps what is still in flight.
-  std::vector<Step*> now;
-  now.swap(moving_);
-  for (Step* step : now) step->moving = false;
+  // so this pass works on a snapshot and keeps what is still in flight. The
+  // two vectors swap roles each pass and keep their capacity.
+  polling_.swap(moving_);
+  for (Step* step : polling_) step->moving = false;
   bool did_work = false;
-  for (Step* step : now) {
+  for (Step* step : polling_) {
     did_work |= ProgressStep(*step);
     if (HasTransfers(*step)) MarkMoving(*step);
   }
+  polling_.clear();
   return did_work;
 }
 

@@ -181,14 +181,17 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
     for (Arrival& a : arrivals) Deliver(step, a.from, a.entry);
   }
   // What a departed peer sent before leaving is in; nothing more will come.
-  for (int peer : departed_ || !gone_.empty() ? OpenPeers(step) : std::vector<int>()) {
-    if (departed_) {
-      AbandonPair(step, peer,
-                  Status::Aborted("flock was shut down on rank " + std::to_string(rank_)));
-    } else if (gone_.count(peer) > 0) {
-      AbandonPair(step, peer,
-                  Status::Aborted(Describe(*call) + ": rank " + std::to_string(peer) +
-                                  " shut down before this call"));
+  // (Looked for only once some rank has left: OpenPeers builds a list.)
+  if (departed_ || !gone_.empty()) {
+    for (int peer : OpenPeers(step)) {
+      if (departed_) {
+        AbandonPair(step, peer,
+                    Status::Aborted("flock was shut down on rank " + std::to_string(rank_)));
+      } else if (gone_.count(peer) > 0) {
+        AbandonPair(step, peer,
+                    Status::Aborted(Describe(*call) + ": rank " + std::to_string(peer) +
+                                    " shut down before this call"));
+      }
     }
   }
   TryComplete(key);
@@ -379,14 +382,14 @@ bool NeighborExchange::TryCompleteAll() {
 }
 
 bool NeighborExchange::Finished(const Step& step) {
-  if (step.scratch_transfer >= 0 || !step.lane_queue.empty() || step.acc_lane >= 0 ||
+  // A send's lane in flight is still being read by its receiver.
+  if (HasTransfers(step) || !step.lane_queue.empty() || step.acc_lane >= 0 ||
       step.scratch_waiting >= 0)
     return false;
   for (const Incoming& in : step.in) {
-    if (!in.resolved || in.transfer >= 0) return false;
+    if (!in.resolved) return false;
   }
   for (const Outgoing& out : step.out) {
-    if (out.lane >= 0) return false;  // its bytes are still being read
     if (!out.rejected && !(out.flushed && out.confirmed)) return false;
   }
   return true;

@@ -237,6 +237,7 @@ class NeighborExchange {
   // leaves only in ProgressMoving, once its last transfer ended, and a step
   // ends only without transfers, so none here is erased (Abandon clears both).
   std::vector<Step*> moving_;
+  std::vector<Step*> polling_;  // ProgressMoving's snapshot of moving_ (empty between passes)
   std::unordered_map<std::string, int64_t> next_seq_;  // per step match name
   std::unordered_map<std::string, std::vector<Arrival>> mailbox_;
   std::map<int, std::vector<Outbound>> outbox_;
