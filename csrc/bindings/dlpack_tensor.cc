@@ -16,6 +16,7 @@ Result<DataType> ToDataType(const DLDataType& t) {
     if (t.code == kDLFloat && t.bits == 64) return DataType::kFloat64;
     if (t.code == kDLBfloat && t.bits == 16) return DataType::kBFloat16;
     if (t.code == kDLInt && t.bits == 8) return DataType::kInt8;
+    if (t.code == kDLInt && t.bits == 16) return DataType::kInt16;
     if (t.code == kDLInt && t.bits == 32) return DataType::kInt32;
     if (t.code == kDLInt && t.bits == 64) return DataType::kInt64;
     if (t.code == kDLUInt && t.bits == 8) return DataType::kUInt8;
@@ -23,7 +24,7 @@ Result<DataType> ToDataType(const DLDataType& t) {
   static const char* kCodes[] = {"int", "uint", "float", "opaque", "bfloat", "complex"};
   std::string name = t.code < 6 ? kCodes[t.code] : "code" + std::to_string(t.code);
   return Status::Unsupported("dtype " + name + std::to_string(t.bits) +
-                             " is not supported; flock communicates bool, uint8, int8, int32, "
+                             " is not supported; flock communicates bool, uint8, int8, int16, int32, "
                              "int64, float16, bfloat16, float32 and float64 (convert the tensor)");
 }
 
@@ -52,6 +53,7 @@ DLDataType ToDlpack(DataType dtype) {
     case DataType::kBool:
     case DataType::kUInt8: return {kDLUInt, 8, 1};
     case DataType::kInt8: return {kDLInt, 8, 1};
+    case DataType::kInt16: return {kDLInt, 16, 1};
     case DataType::kInt32: return {kDLInt, 32, 1};
     case DataType::kInt64: return {kDLInt, 64, 1};
     case DataType::kFloat16: return {kDLFloat, 16, 1};

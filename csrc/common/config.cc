@@ -29,9 +29,12 @@ const std::vector<SettingInfo> kSettings = {
     {"FLOCK_MALLOC_TUNING", "int", "1",
      "1: keep large freed buffers in the process (glibc mmap/trim thresholds 1 GiB, one arena) so "
      "MPI's per-call temporaries and new tensors do not page-fault again; 0: leave malloc alone. "
-     "Skipped when glibc's own MALLOC_* threshold/arena variables or GLIBC_TUNABLES malloc settings are set."},
+     "Skipped when glibc's own MALLOC_* threshold/arena variables or GLIBC_TUNABLES malloc "
+     "settings are set."},
     {"FLOCK_LOCAL_SIZE", "int", "0",
-     "Pretend machines have this many ranks each (testing); 0 uses MPI shared-memory groups."},
+     "Pretend machines have this many consecutive ranks each (must divide the world size); 0 "
+     "uses MPI shared-memory groups. Bluefog's BLUEFOG_NODES_PER_MACHINE is read when this is "
+     "unset."},
 };
 
 Status BadValue(const std::string& name, const std::string& value, const char* expected) {
@@ -111,10 +114,16 @@ Result<Config> Config::Parse(const Lookup& lookup) {
     if (about_malloc && config.user_malloc_setting.empty())
       config.user_malloc_setting = std::string(name) + "=" + *v;
   }
-  if (auto v = lookup("FLOCK_LOCAL_SIZE")) {
+  // Bluefog programs emulate machines with BLUEFOG_NODES_PER_MACHINE; flock's name wins.
+  for (const char* name : {"FLOCK_LOCAL_SIZE", "BLUEFOG_NODES_PER_MACHINE"}) {
+    auto v = lookup(name);
+    if (!v) continue;
     int64_t local = 0;
-    FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_LOCAL_SIZE", *v, 0, &local));
+    FLOCK_RETURN_IF_ERROR(ParseInt(name, *v, 0, &local));
+    if (local > (int64_t{1} << 30)) return BadValue(name, *v, "a number of ranks");
     config.local_size_override = static_cast<int>(local);
+    config.local_size_variable = name;
+    break;
   }
   return config;
 }

@@ -37,7 +37,10 @@ struct Config {
   double stall_warning_s = 60.0;
   double stall_shutdown_s = 0.0;  // 0: never turn a stall into an error
   int local_size_override = 0;    // 0: machines are MPI shared-memory groups
-  bool malloc_tuning = true;      // see common/malloc_tuning.h
+  // The variable local_size_override came from (FLOCK_LOCAL_SIZE, or Bluefog's
+  // BLUEFOG_NODES_PER_MACHINE when only that is set), for error messages.
+  std::string local_size_variable = "FLOCK_LOCAL_SIZE";
+  bool malloc_tuning = true;  // see common/malloc_tuning.h
   // "NAME=value" of the user's own glibc malloc setting, if any: it wins
   // over the tuning (not a FLOCK_* setting, so not in the table).
   std::string user_malloc_setting;

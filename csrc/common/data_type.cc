@@ -7,6 +7,7 @@ size_t DataTypeSize(DataType dtype) {
     case DataType::kBool:
     case DataType::kUInt8:
     case DataType::kInt8: return 1;
+    case DataType::kInt16:
     case DataType::kFloat16:
     case DataType::kBFloat16: return 2;
     case DataType::kInt32:
@@ -22,6 +23,7 @@ const char* DataTypeName(DataType dtype) {
     case DataType::kBool: return "bool";
     case DataType::kUInt8: return "uint8";
     case DataType::kInt8: return "int8";
+    case DataType::kInt16: return "int16";
     case DataType::kInt32: return "int32";
     case DataType::kInt64: return "int64";
     case DataType::kFloat16: return "float16";

@@ -12,6 +12,7 @@ enum class DataType : uint8_t {
   kBool = 0,
   kUInt8,
   kInt8,
+  kInt16,
   kInt32,
   kInt64,
   kFloat16,
@@ -20,7 +21,7 @@ enum class DataType : uint8_t {
   kFloat64,
 };
 
-constexpr int kNumDataTypes = 9;
+constexpr int kNumDataTypes = 10;
 
 size_t DataTypeSize(DataType dtype);
 const char* DataTypeName(DataType dtype);  // numpy/torch style: "float32", "bfloat16", ...

@@ -105,6 +105,7 @@ Status ReduceInto(void* inout, const void* in, int64_t count, DataType dtype, Re
       break;
     case DataType::kUInt8: ReduceTyped<uint8_t>(inout, in, count, op); break;
     case DataType::kInt8: ReduceTyped<int8_t>(inout, in, count, op); break;
+    case DataType::kInt16: ReduceTyped<int16_t>(inout, in, count, op); break;
     case DataType::kInt32: ReduceTyped<int32_t>(inout, in, count, op); break;
     case DataType::kInt64: ReduceTyped<int64_t>(inout, in, count, op); break;
     case DataType::kFloat16: ReduceTyped<Float16>(inout, in, count, op); break;

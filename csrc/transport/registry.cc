@@ -6,7 +6,7 @@
 namespace flock {
 
 Result<std::unique_ptr<Transport>> CreateHostTransport(const Config& config) {
-  auto mpi = MpiTransport::Create(config.local_size_override);
+  auto mpi = MpiTransport::Create(config.local_size_override, config.local_size_variable);
   if (!mpi.ok()) return mpi.status();
   return std::unique_ptr<Transport>(std::move(mpi).value());
 }

@@ -41,15 +41,42 @@ Status CheckCount(int64_t value, const char* what) {
   return Status::OK();
 }
 
+// Every rank must emulate the same machines, and they must split the world
+// evenly: otherwise the split below makes a layout no machine-level op can use.
+// Collective, so every rank returns the same error.
+Status CheckEmulatedMachines(MPI_Comm world, int local_size, const std::string& variable) {
+  int size = 0;
+  MPI_Comm_size(world, &size);
+  std::vector<int> all(static_cast<size_t>(size));
+  FLOCK_MPI_CHECK(MPI_Allgather(&local_size, 1, MPI_INT, all.data(), 1, MPI_INT, world));
+  for (int r = 1; r < size; ++r) {
+    if (all[static_cast<size_t>(r)] != all[0]) {
+      return Status::InvalidArgument("ranks disagree on the emulated machine size (" + variable +
+                                     " or its alias): rank 0 "
+                                     "has " +
+                                     std::to_string(all[0]) + ", rank " + std::to_string(r) +
+                                     " has " + std::to_string(all[static_cast<size_t>(r)]) +
+                                     " (0: unset); set it for the whole job");
+    }
+  }
+  if (local_size > 0 && size % local_size != 0) {
+    return Status::InvalidArgument(variable + "=" + std::to_string(local_size) +
+                                   " does not divide the world size " + std::to_string(size) +
+                                   ": emulated machines need the same number of ranks each");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
-Result<std::unique_ptr<MpiTransport>> MpiTransport::Create(int local_size_override) {
+Result<std::unique_ptr<MpiTransport>> MpiTransport::Create(int local_size_override,
+                                                           const std::string& variable) {
   std::unique_ptr<MpiTransport> transport(new MpiTransport());
-  FLOCK_RETURN_IF_ERROR(transport->Init(local_size_override));
+  FLOCK_RETURN_IF_ERROR(transport->Init(local_size_override, variable));
   return transport;
 }
 
-Status MpiTransport::Init(int local_size_override) {
+Status MpiTransport::Init(int local_size_override, const std::string& variable) {
   FLOCK_RETURN_IF_ERROR(EnsureMpiInitialized(&thread_level_));
   MPI_Comm& world = comms_[static_cast<int>(CommGroup::kWorld)];
   FLOCK_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &world));
@@ -57,6 +84,7 @@ Status MpiTransport::Init(int local_size_override) {
   int world_rank = 0;
   MPI_Comm_rank(world, &world_rank);
 
+  FLOCK_RETURN_IF_ERROR(CheckEmulatedMachines(world, local_size_override, variable));
   MPI_Comm& local = comms_[static_cast<int>(CommGroup::kLocal)];
   if (local_size_override > 0) {
     FLOCK_MPI_CHECK(MPI_Comm_split(world, world_rank / local_size_override, world_rank, &local));

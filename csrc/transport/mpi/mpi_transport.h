@@ -24,7 +24,10 @@ namespace flock {
 class MpiTransport final : public Transport {
  public:
   // local_size_override > 0 fakes machines of that many consecutive ranks.
-  static Result<std::unique_ptr<MpiTransport>> Create(int local_size_override);
+  // local_size_override > 0 groups consecutive ranks into machines of that size
+  // (emulated machines); `variable` names the setting it came from, for errors.
+  static Result<std::unique_ptr<MpiTransport>> Create(int local_size_override,
+                                                      const std::string& variable);
   ~MpiTransport() override;
 
   int rank(CommGroup group) const override;
@@ -61,7 +64,7 @@ class MpiTransport final : public Transport {
 
  private:
   MpiTransport() = default;
-  Status Init(int local_size_override);
+  Status Init(int local_size_override, const std::string& variable);
   Status FindHostPeers(MPI_Comm world);
   MPI_Comm comm(CommGroup group) const;
 

@@ -41,7 +41,8 @@ POOLED_OUTPUT_BYTES = 64 << 10
 
 _POOLED_DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32",
                   torch.float64: "float64", torch.uint8: "uint8", torch.int8: "int8",
-                  torch.int32: "int32", torch.int64: "int64", torch.bool: "uint8"}
+                  torch.int16: "int16", torch.int32: "int32", torch.int64: "int64",
+                  torch.bool: "uint8"}
 
 
 def empty_like(tensor):

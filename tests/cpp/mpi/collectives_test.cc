@@ -92,6 +92,7 @@ TEST(Collectives, AllreduceEveryDtypeAndOp) {
                           ReduceOp::kProduct};
   for (ReduceOp op : ops) {
     CheckAllreduce<int8_t>(DataType::kInt8, op);
+    CheckAllreduce<int16_t>(DataType::kInt16, op);
     CheckAllreduce<uint8_t>(DataType::kUInt8, op);
     CheckAllreduce<int32_t>(DataType::kInt32, op);
     CheckAllreduce<int64_t>(DataType::kInt64, op);

@@ -45,6 +45,19 @@ TEST(Config, ParsesEverySetting) {
   EXPECT_FALSE(config.value().malloc_tuning);
 }
 
+TEST(Config, BluefogsMachineSizeIsAnAliasThatFlocksNameOverrides) {
+  Config bluefog = Config::FromMap({{"BLUEFOG_NODES_PER_MACHINE", "3"}}).value();
+  EXPECT_EQ(bluefog.local_size_override, 3);
+  EXPECT_EQ(bluefog.local_size_variable, "BLUEFOG_NODES_PER_MACHINE");
+  Config both =
+      Config::FromMap({{"BLUEFOG_NODES_PER_MACHINE", "3"}, {"FLOCK_LOCAL_SIZE", "2"}}).value();
+  EXPECT_EQ(both.local_size_override, 2);
+  EXPECT_EQ(both.local_size_variable, "FLOCK_LOCAL_SIZE");
+  Result<Config> bad = Config::FromMap({{"BLUEFOG_NODES_PER_MACHINE", "x"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("BLUEFOG_NODES_PER_MACHINE"), std::string::npos);
+}
+
 TEST(Config, TheUsersOwnMallocSettingIsNoted) {
   EXPECT_EQ(Config::FromMap({{"MALLOC_ARENA_MAX", "4"}}).value().user_malloc_setting,
             "MALLOC_ARENA_MAX=4");

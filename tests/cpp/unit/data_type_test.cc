@@ -8,15 +8,16 @@ namespace flock {
 namespace {
 
 TEST(DataType, SizesNamesAndRoundTrip) {
-  const std::pair<DataType, size_t> sizes[] = {
-      {DataType::kBool, 1},     {DataType::kUInt8, 1},   {DataType::kInt8, 1},
-      {DataType::kInt32, 4},    {DataType::kInt64, 8},   {DataType::kFloat16, 2},
-      {DataType::kBFloat16, 2}, {DataType::kFloat32, 4}, {DataType::kFloat64, 8}};
+  const std::pair<DataType, size_t> sizes[] = {{DataType::kBool, 1},    {DataType::kUInt8, 1},
+                                               {DataType::kInt8, 1},    {DataType::kInt16, 2},
+                                               {DataType::kInt32, 4},   {DataType::kInt64, 8},
+                                               {DataType::kFloat16, 2}, {DataType::kBFloat16, 2},
+                                               {DataType::kFloat32, 4}, {DataType::kFloat64, 8}};
   for (const auto& [dtype, size] : sizes) {
     EXPECT_EQ(DataTypeSize(dtype), size) << DataTypeName(dtype);
     EXPECT_EQ(ParseDataType(DataTypeName(dtype)), dtype);
   }
-  EXPECT_FALSE(ParseDataType("int16").has_value());
+  EXPECT_FALSE(ParseDataType("uint16").has_value());
   EXPECT_FALSE(ParseDataType("").has_value());
 }
 

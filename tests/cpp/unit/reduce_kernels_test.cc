@@ -47,6 +47,7 @@ void CheckNative(DataType dtype) {
 TEST(ReduceKernels, NativeTypesMatchScalarLoops) {
   CheckNative<uint8_t>(DataType::kUInt8);
   CheckNative<int8_t>(DataType::kInt8);
+  CheckNative<int16_t>(DataType::kInt16);
   CheckNative<int32_t>(DataType::kInt32);
   CheckNative<int64_t>(DataType::kInt64);
   CheckNative<float>(DataType::kFloat32);

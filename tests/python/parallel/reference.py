@@ -7,7 +7,7 @@ can rebuild every other rank's input and compute the expected result alone.
 import numpy as np
 import torch
 
-INT_DTYPES = ["uint8", "int8", "int32", "int64"]
+INT_DTYPES = ["uint8", "int8", "int16", "int32", "int64"]
 FLOAT_DTYPES = ["float16", "bfloat16", "float32", "float64"]
 ALL_DTYPES = ["bool"] + INT_DTYPES + FLOAT_DTYPES
 OPS = ["sum", "average", "min", "max", "product"]
