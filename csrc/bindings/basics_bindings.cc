@@ -52,6 +52,8 @@ void BindBasics(py::module_& m) {
   m.def("machine_rank", [] { return RequireRuntime().machine().machine_rank; });
   m.def("is_homogeneous", [] { return RequireRuntime().machine().homogeneous; });
   m.def("mpi_threads_supported", [] { return RequireRuntime().transport().threads_supported(); });
+  m.def("unified_mpi_window_model_supported",
+        [] { return RequireRuntime().transport().unified_window_model(); });
   m.def("nccl_built", [] { return NcclBuilt(); });
   m.def("cuda_toolkit_found", [] { return FLOCK_WITH_NCCL != 0; });
   m.def(

@@ -45,15 +45,16 @@ void BindNeighborOps(py::module_& m) {
       [](py::object input, std::optional<std::vector<int>> src_ranks,
          std::optional<std::vector<int>> dst_ranks, std::optional<std::string> name,
          std::optional<std::string> dtype_override, std::optional<std::string> local_error,
-         std::vector<int> named_ranks, bool wait_follows) {
+         std::vector<int> named_ranks, bool wait_follows, bool check) {
         Submission s = Begin(OpKind::kNeighborAllgather, name, local_error);
         if (!input.is_none()) s.op.tensor = Take(s, input, dtype_override);
-        PrepareNeighborAllgather(RequireRuntime(), s.op, src_ranks, dst_ranks, named_ranks);
+        PrepareNeighborAllgather(RequireRuntime(), s.op, src_ranks, dst_ranks, check, named_ranks);
         return Submit(std::move(s), wait_follows);
       },
       py::arg("input"), py::arg("src_ranks"), py::arg("dst_ranks"), py::arg("name") = py::none(),
       py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
-      py::arg("named_ranks") = std::vector<int>(), py::arg("wait_follows") = false);
+      py::arg("named_ranks") = std::vector<int>(), py::arg("wait_follows") = false,
+      py::arg("check") = true);
 
   m.def(
       "enqueue_hierarchical_neighbor_allreduce",

@@ -141,8 +141,10 @@ Result<NeighborPlan> PlanNeighborAllreduce(const topology::Graph* graph, int ran
 
 Result<NeighborPlan> PlanNeighborAllgather(const topology::Graph* graph, int rank, int size,
                                            const std::optional<std::vector<int>>& src_ranks,
-                                           const std::optional<std::vector<int>>& dst_ranks) {
+                                           const std::optional<std::vector<int>>& dst_ranks,
+                                           bool check) {
   NeighborPlan plan;
+  plan.check = check;
   plan.reduce = false;
   plan.self_weight = 0.0;
   if (src_ranks.has_value() != dst_ranks.has_value()) {

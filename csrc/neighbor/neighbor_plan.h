@@ -63,10 +63,12 @@ Result<NeighborPlan> PlanNeighborAllreduce(const topology::Graph* graph, int ran
                                            const NeighborWeights& weights, bool check,
                                            const NeighborArgNames& names = {});
 
-// neighbor_allgather: static (both lists empty optionals) or dynamic (both given).
+// neighbor_allgather: static (both lists empty optionals) or dynamic (both given);
+// `check`: receivers confirm to senders (enable_topo_check).
 Result<NeighborPlan> PlanNeighborAllgather(const topology::Graph* graph, int rank, int size,
                                            const std::optional<std::vector<int>>& src_ranks,
-                                           const std::optional<std::vector<int>>& dst_ranks);
+                                           const std::optional<std::vector<int>>& dst_ranks,
+                                           bool check);
 
 // The ranks a call rejected on this rank should tell, so they fail instead of
 // waiting: its static neighbours plus every valid rank its arguments name.

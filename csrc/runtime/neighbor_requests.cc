@@ -78,12 +78,14 @@ void PrepareNeighborAllreduce(Runtime& runtime, OpRequest& op, const NeighborWei
 
 void PrepareNeighborAllgather(Runtime& runtime, OpRequest& op,
                               const std::optional<std::vector<int>>& src_ranks,
-                              const std::optional<std::vector<int>>& dst_ranks,
+                              const std::optional<std::vector<int>>& dst_ranks, bool check,
                               const std::vector<int>& named_ranks) {
   auto graph = runtime.topology();
   const TensorView tensor = op.tensor;
   SetSteps(
-      op, PlanNeighborAllgather(graph.get(), runtime.rank(), runtime.size(), src_ranks, dst_ranks),
+      op,
+      PlanNeighborAllgather(graph.get(), runtime.rank(), runtime.size(), src_ranks, dst_ranks,
+                            check),
       [&](const NeighborPlan& plan) {
         return OneStep(NeighborAllgatherStep(plan, RowShape(tensor)));
       },

@@ -26,7 +26,7 @@ void PrepareNeighborAllreduce(Runtime& runtime, OpRequest& op, const NeighborWei
 // Static (both lists unset) or dynamic (both given) neighbor_allgather.
 void PrepareNeighborAllgather(Runtime& runtime, OpRequest& op,
                               const std::optional<std::vector<int>>& src_ranks,
-                              const std::optional<std::vector<int>>& dst_ranks,
+                              const std::optional<std::vector<int>>& dst_ranks, bool check,
                               const std::vector<int>& named_ranks = {});
 
 // Weights keyed by machine (all unset: the machine topology).

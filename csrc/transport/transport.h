@@ -92,6 +92,10 @@ class Transport {
   // Whether concurrent calls from several threads are allowed.
   virtual bool threads_supported() const = 0;
 
+  // Whether one-sided memory is coherent without explicit synchronization
+  // (MPI's MPI_WIN_UNIFIED memory model); Bluefog reports it to its users.
+  virtual bool unified_window_model() const { return false; }
+
   // Whether world rank `rank` runs on this host (bytes to it move through
   // memory, not a network). Real hosts, even when FLOCK_LOCAL_SIZE fakes the
   // machine groups. A transport that cannot tell says yes.

@@ -13,6 +13,7 @@ layout), it still submits the request with the reason attached, so the op
 fails on every rank instead of leaving the others waiting.
 """
 
+from flock._args import as_rank
 from flock._core_loader import core
 from flock.reduce_op import resolve_reduce_op
 
@@ -77,8 +78,11 @@ def allreduce_nonblocking(adapter, tensor, average=None, name=None, op=None,
 
 def broadcast_nonblocking(adapter, tensor, root_rank, name=None, inplace=False,
                           wait_follows=False):
-    root_rank = _as_rank(root_rank)
     src = _Exported(adapter, tensor)
+    try:
+        root_rank = as_rank("root_rank", root_rank)
+    except TypeError as error:
+        src.error, root_rank = str(error), 0  # still submitted: the other ranks must not wait
     if src.error is not None:
         handle = core.enqueue_broadcast(None, root_rank, name, local_error=src.error,
                                         wait_follows=wait_follows)
@@ -114,11 +118,3 @@ def _deliver(adapter, tensor, result, inplace):
         adapter.copy_into(tensor, result)  # the input was not contiguous: copy the result back
     return tensor
 
-
-def _as_rank(value):
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise TypeError("root_rank must be an int, got {!r}".format(value)) from None

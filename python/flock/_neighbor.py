@@ -7,42 +7,17 @@ and tells those ranks (and the static neighbours), so they fail the same call
 instead of waiting for this rank.
 """
 
-import numbers
-
 from flock import _collectives as c
+from flock._args import as_rank, as_rank_list, as_weight, as_weight_map
 from flock._core_loader import core
-
-
-def _rank_arg(what, value, named):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError("{} must hold integer ranks, got {!r}".format(what, value))
-    named.append(int(value))
-    return int(value)
-
-
-def _weight_arg(what, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError("{} must be a number, got {!r}".format(what, value))
-    return float(value)
-
-
-def _weights_arg(what, value, named, allow_list):
-    """{rank: weight} (or, with allow_list, [rank, ...] meaning weight 1.0) -> [(rank, weight)]."""
-    if isinstance(value, dict):
-        return [(_rank_arg(what, r, named), _weight_arg("{}[{}]".format(what, r), w))
-                for r, w in value.items()]
-    if allow_list and isinstance(value, (list, tuple)):
-        return [(_rank_arg(what, r, named), 1.0) for r in value]
-    kind = "a dict {rank: weight} or a list of ranks" if allow_list else "a dict {rank: weight}"
-    raise TypeError("{} must be {}, got {!r}".format(what, kind, type(value).__name__))
 
 
 def _ranks_arg(what, value, named):
     if value is None:
         return None
-    if not isinstance(value, (list, tuple)):
-        raise TypeError("{} must be a list of ranks, got {!r}".format(what, type(value).__name__))
-    return [_rank_arg(what, r, named) for r in value]
+    ranks = as_rank_list(what, value)
+    named.extend(ranks)
+    return ranks
 
 
 def neighbor_allreduce_nonblocking(adapter, tensor, self_weight=None, src_weights=None,
@@ -51,9 +26,11 @@ def neighbor_allreduce_nonblocking(adapter, tensor, self_weight=None, src_weight
     named = []
     error = None
     try:
-        self_w = None if self_weight is None else _weight_arg("self_weight", self_weight)
-        src = None if src_weights is None else _weights_arg("src_weights", src_weights, named, False)
-        dst = None if dst_weights is None else _weights_arg("dst_weights", dst_weights, named, True)
+        self_w = None if self_weight is None else as_weight("self_weight", self_weight)
+        src = (None if src_weights is None else
+               as_weight_map("src_weights", src_weights, False, named))
+        dst = (None if dst_weights is None else
+               as_weight_map("dst_weights", dst_weights, True, named))
     except TypeError as exc:
         error, self_w, src, dst = str(exc), None, None, None
     check = bool(enable_topo_check)
@@ -72,8 +49,8 @@ def neighbor_allreduce_nonblocking(adapter, tensor, self_weight=None, src_weight
     return c._register(handle, lambda _: c._deliver(adapter, tensor, out, inplace))
 
 
-def neighbor_allgather_nonblocking(adapter, tensor, src_ranks=None, dst_ranks=None, name=None,
-                                   wait_follows=False):
+def neighbor_allgather_nonblocking(adapter, tensor, src_ranks=None, dst_ranks=None,
+                                   enable_topo_check=True, name=None, wait_follows=False):
     named = []
     error = None
     try:
@@ -88,7 +65,8 @@ def neighbor_allgather_nonblocking(adapter, tensor, src_ranks=None, dst_ranks=No
                                                  named_ranks=named, wait_follows=wait_follows)
         return c._register(handle, lambda _: None)
     handle = core.enqueue_neighbor_allgather(exported.capsule, src, dst, name, exported.override,
-                                             named_ranks=named, wait_follows=wait_follows)
+                                             named_ranks=named, wait_follows=wait_follows,
+                                             check=bool(enable_topo_check))
     return c._register(handle,
                        lambda capsule: adapter.import_capsule(capsule, like=exported.tensor))
 
@@ -96,11 +74,11 @@ def neighbor_allgather_nonblocking(adapter, tensor, src_ranks=None, dst_ranks=No
 def pair_gossip_nonblocking(adapter, tensor, target_rank, self_weight=0.5, pair_weight=0.5,
                             name=None, wait_follows=False):
     """self_weight·tensor + pair_weight·(target_rank's tensor); the target must pair with us."""
-    if isinstance(target_rank, numbers.Integral) and not isinstance(target_rank, bool):
-        dst = [int(target_rank)]
-        src = {int(target_rank): pair_weight}
-    else:
-        dst = src = "target_rank must be an int, got {!r}".format(target_rank)  # reported below
+    try:
+        target = as_rank("target_rank", target_rank)
+        dst, src = [target], {target: pair_weight}
+    except TypeError as error:
+        dst = src = str(error)  # reported below
     if isinstance(dst, str):
         named = []
         handle = core.enqueue_neighbor_allreduce(None, None, None, None, None, True, name,
@@ -119,11 +97,11 @@ def hierarchical_neighbor_allreduce_nonblocking(adapter, tensor, self_weight=Non
     named = []
     error = None
     try:
-        self_w = None if self_weight is None else _weight_arg("self_weight", self_weight)
+        self_w = None if self_weight is None else as_weight("self_weight", self_weight)
         src = (None if src_machine_weights is None else
-               _weights_arg("src_machine_weights", src_machine_weights, named, False))
+               as_weight_map("src_machine_weights", src_machine_weights, False, named))
         dst = (None if dst_machine_weights is None else
-               _weights_arg("dst_machine_weights", dst_machine_weights, named, True))
+               as_weight_map("dst_machine_weights", dst_machine_weights, True, named))
     except TypeError as exc:
         error, self_w, src, dst = str(exc), None, None, None
     check = bool(enable_topo_check)

@@ -10,18 +10,18 @@ from flock import _neighbor as n
 
 
 def make_ops(adapter):
-    def allreduce_nonblocking(tensor, average=None, name=None, is_hierarchical_local=False,
+    def allreduce_nonblocking(tensor, average=None, is_hierarchical_local=False, name=None, *,
                               op=None):
         """Starts an allreduce (average by default) and returns its handle."""
         return c.allreduce_nonblocking(adapter, tensor, average, name, op, is_hierarchical_local)
 
-    def allreduce_nonblocking_(tensor, average=None, name=None, is_hierarchical_local=False,
+    def allreduce_nonblocking_(tensor, average=None, is_hierarchical_local=False, name=None, *,
                                op=None):
         """Starts an in-place allreduce and returns its handle."""
         return c.allreduce_nonblocking(adapter, tensor, average, name, op, is_hierarchical_local,
                                        inplace=True)
 
-    def allreduce(tensor, average=None, name=None, is_hierarchical_local=False, op=None):
+    def allreduce(tensor, average=None, is_hierarchical_local=False, name=None, *, op=None):
         """The reduction over all ranks (average by default; ``op`` picks sum/min/max/product).
 
         ``is_hierarchical_local=True`` reduces over the ranks of this machine only.
@@ -29,7 +29,7 @@ def make_ops(adapter):
         return c.synchronize(c.allreduce_nonblocking(adapter, tensor, average, name, op,
                                                      is_hierarchical_local, wait_follows=True))
 
-    def allreduce_(tensor, average=None, name=None, is_hierarchical_local=False, op=None):
+    def allreduce_(tensor, average=None, is_hierarchical_local=False, name=None, *, op=None):
         """Like allreduce, writing the result into ``tensor`` (returned)."""
         return c.synchronize(c.allreduce_nonblocking(adapter, tensor, average, name, op,
                                                      is_hierarchical_local, inplace=True,
@@ -90,14 +90,21 @@ def make_ops(adapter):
             adapter, tensor, self_weight, src_weights, dst_weights, enable_topo_check, name,
             inplace=True, wait_follows=True))
 
-    def neighbor_allgather_nonblocking(tensor, src_ranks=None, dst_ranks=None, name=None):
-        return n.neighbor_allgather_nonblocking(adapter, tensor, src_ranks, dst_ranks, name)
+    def neighbor_allgather_nonblocking(tensor, src_ranks=None, dst_ranks=None,
+                                       enable_topo_check=True, name=None):
+        return n.neighbor_allgather_nonblocking(adapter, tensor, src_ranks, dst_ranks,
+                                                enable_topo_check, name)
 
-    def neighbor_allgather(tensor, src_ranks=None, dst_ranks=None, name=None):
+    def neighbor_allgather(tensor, src_ranks=None, dst_ranks=None, enable_topo_check=True,
+                           name=None):
         """The in-neighbours' tensors concatenated on dim 0 (in_neighbor_ranks() order, or
-        ``src_ranks`` order when ``src_ranks`` and ``dst_ranks`` give this call's peers)."""
-        return c.synchronize(n.neighbor_allgather_nonblocking(adapter, tensor, src_ranks,
-                                                              dst_ranks, name, wait_follows=True))
+        ``src_ranks`` order when ``src_ranks`` and ``dst_ranks`` give this call's peers).
+
+        ``enable_topo_check`` (dynamic calls): receivers confirm to their senders, so a
+        rank sending to one that does not expect it fails on both (as neighbor_allreduce).
+        """
+        return c.synchronize(n.neighbor_allgather_nonblocking(
+            adapter, tensor, src_ranks, dst_ranks, enable_topo_check, name, wait_follows=True))
 
     def pair_gossip_nonblocking(tensor, target_rank, self_weight=0.5, pair_weight=0.5, name=None):
         return n.pair_gossip_nonblocking(adapter, tensor, target_rank, self_weight, pair_weight,

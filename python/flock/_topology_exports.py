@@ -3,14 +3,15 @@
 The runtime API (set_topology, load_topology, ...; see _topology_runtime.py)
 and the generators and helpers Bluefog scripts import from ``bluefog.torch``
 (ExponentialGraph, IsTopologyEquivalent, GetDynamicOnePeerSendRecvRanks, ...;
-see flock.topology). ``from flock._topology_exports import *`` brings them all.
+see flock.topology_util: the generators return networkx DiGraphs, as Bluefog's).
+``from flock._topology_exports import *`` brings them all.
 """
 
 from flock._topology_runtime import (  # noqa: F401
     in_neighbor_machine_ranks, in_neighbor_ranks, is_machine_topo_weighted, is_topo_weighted,
     load_machine_topology, load_topology, out_neighbor_machine_ranks, out_neighbor_ranks,
     set_machine_topology, set_topology)
-from flock.topology import (  # noqa: F401
+from flock.topology_util import (  # noqa: F401
     ExponentialGraph, ExponentialTwoGraph, FullyConnectedGraph, GetDynamicOnePeerSendRecvRanks,
     GetExp2DynamicSendRecvMachineRanks, GetInnerOuterExpo2DynamicSendRecvRanks,
     GetInnerOuterRingDynamicSendRecvRanks, GetRecvWeights, GetSendWeights,

@@ -17,19 +17,27 @@ Setting one is **collective**, because every rank must use the same graph:
    FlockMismatchError on every rank. Then nothing changed.
 4. Otherwise every rank stores the graph, with ``is_weighted`` as its weighted flag.
 
-``load_topology()`` returns a flock Graph (a copy: editing it changes nothing
-until it is set again), not the networkx object Bluefog returns; call
-``.to_networkx()`` on it for that. It reads like a networkx DiGraph for the
-common queries (number_of_nodes, predecessors, successors, edges, ...).
+``load_topology()`` / ``load_machine_topology()`` return, as Bluefog does, a
+``networkx.DiGraph`` equal to what was set: a copy of the DiGraph given (its
+class, attributes and weights as they were), or the conversion of a flock Graph,
+undirected graph or matrix. Editing it changes nothing until it is set again.
+Without networkx installed they return flock Graphs. flock's own Graph of the
+topology in force: ``flock.topology.as_graph(load_topology())``.
 """
 
 import hashlib
+import sys
 
 import numpy as np
 
 from flock._core_loader import core
+from flock import topology_util
 from flock.errors import FlockAbortedError, FlockInvalidArgumentError, FlockMismatchError
 from flock.topology import ExponentialGraph, Graph, as_graph
+
+# kind ("rank" / "machine") -> (JSON of the graph installed, what the user gave as a
+# networkx DiGraph): load_*() returns the latter while the former is still in force.
+_given = {}
 
 
 def set_topology(topology=None, is_weighted=False):
@@ -45,13 +53,13 @@ def set_topology(topology=None, is_weighted=False):
     graph, error = _prepare("set_topology", topology, is_weighted, size, "size()")
     _agree("set_topology", graph, error)
     core.install_topology(graph._g)
+    _remember("rank", graph, topology)
     return True
 
 
 def load_topology():
-    """The rank topology as a flock Graph (a copy), or None before any is set."""
-    graph = core.topology_graph()
-    return None if graph is None else Graph._wrap(graph)
+    """The rank topology as a networkx DiGraph equal to what was set (a copy), or None."""
+    return _load("rank", core.topology_graph())
 
 
 def is_topo_weighted():
@@ -86,13 +94,29 @@ def set_machine_topology(topology, is_weighted=False):
                                 "machine_size()")
     _agree("set_machine_topology", graph, error)
     core.install_machine_topology(graph._g)
+    _remember("machine", graph, topology)
     return True
 
 
 def load_machine_topology():
-    """The machine topology as a flock Graph (a copy), or None before any is set."""
-    graph = core.machine_topology_graph()
-    return None if graph is None else Graph._wrap(graph)
+    """The machine topology as a networkx DiGraph equal to what was set (a copy), or None."""
+    return _load("machine", core.machine_topology_graph())
+
+
+def _remember(kind, graph, given):
+    nx = sys.modules.get("networkx")
+    kept = given.copy() if nx is not None and isinstance(given, nx.DiGraph) else None
+    _given[kind] = (core.topology.to_json_string(graph._g), kept)
+
+
+def _load(kind, core_graph):
+    if core_graph is None:
+        return None
+    graph = Graph._wrap(core_graph)
+    installed, given = _given.get(kind, (None, None))
+    if given is not None and installed == core.topology.to_json_string(core_graph):
+        return given.copy()
+    return topology_util.as_networkx(graph)
 
 
 def is_machine_topo_weighted():

@@ -24,20 +24,19 @@ _requested_exit_status = 0
 def init(topology_fn=None, is_weighted=False):
     """Initializes flock on this rank; call it once on every rank before any op.
 
-    Then sets the topology (collective): ``topology_fn(size())`` when given, else
-    ``ExponentialGraph(size())``, with ``is_weighted`` as in ``set_topology``. A
-    second ``init()`` keeps the current topology unless ``topology_fn`` is given.
+    Then sets the topology (collective), on every call as Bluefog does:
+    ``topology_fn(size())`` when given, else ``ExponentialGraph(size())``, with
+    ``is_weighted`` as in ``set_topology``. So a second ``init()`` (a test's setUp,
+    say) goes back to the default graph, whatever ``set_topology`` set before.
     """
     global _atexit_registered
-    was_initialized = core.is_initialized()
     core.init()
     if not _atexit_registered:
         atexit.register(_at_exit)
         _atexit_registered = True
     _install_failure_hooks()
-    if not was_initialized or topology_fn is not None:
-        from flock import _topology_runtime
-        _topology_runtime.set_initial_topology(topology_fn, is_weighted)
+    from flock import _topology_runtime
+    _topology_runtime.set_initial_topology(topology_fn, is_weighted)
 
 
 def shutdown():
@@ -113,6 +112,12 @@ def is_homogeneous():
 def mpi_threads_supported():
     """True when MPI runs with MPI_THREAD_MULTIPLE."""
     return core.mpi_threads_supported()
+
+
+def unified_mpi_window_model_supported():
+    """True when MPI's one-sided memory model is unified (MPI_WIN_UNIFIED): a window's
+    public and private copies are the same memory, as on OpenMPI over shared memory."""
+    return core.unified_mpi_window_model_supported()
 
 
 def nccl_built():

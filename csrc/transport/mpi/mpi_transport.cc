@@ -107,8 +107,26 @@ Status MpiTransport::Init(int local_size_override, const std::string& variable) 
   }
   SetLogRank(world_rank);
   FLOCK_RETURN_IF_ERROR(FindHostPeers(world));
+  FindWindowModel(world);
   idle_yield_ = std::make_unique<IdleYieldSwitch>(IdleYieldSwitch::FindOpenMpiSwitch());
   return types_.Create();
+}
+
+// The memory model is a property of a window: ask a one-byte window over the
+// world (collective, like the rest of Init; OpenMPI's one-sided components
+// refuse a window of MPI_COMM_SELF). A failure only means "not unified".
+void MpiTransport::FindWindowModel(MPI_Comm world) {
+  char byte = 0;
+  MPI_Win window = MPI_WIN_NULL;
+  if (MPI_Win_create(&byte, 1, 1, MPI_INFO_NULL, world, &window) != MPI_SUCCESS) {
+    FLOCK_LOG(kDebug, "transport") << "no MPI window could be created: model unknown";
+    return;
+  }
+  int* model = nullptr;
+  int found = 0;
+  MPI_Win_get_attr(window, MPI_WIN_MODEL, &model, &found);
+  unified_window_model_ = found != 0 && model != nullptr && *model == MPI_WIN_UNIFIED;
+  MPI_Win_free(&window);
 }
 
 Status MpiTransport::FindHostPeers(MPI_Comm world) {

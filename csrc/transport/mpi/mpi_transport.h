@@ -57,6 +57,7 @@ class MpiTransport final : public Transport {
   bool shares_cores() const override { return idle_yield_->active(); }
   void Abort(int code) override;
   bool threads_supported() const override { return thread_level_ == MPI_THREAD_MULTIPLE; }
+  bool unified_window_model() const override { return unified_window_model_; }
   bool on_this_host(int rank) const override;
 
   // Finalizes MPI at process exit if flock was the one to initialize it.
@@ -66,6 +67,7 @@ class MpiTransport final : public Transport {
   MpiTransport() = default;
   Status Init(int local_size_override, const std::string& variable);
   Status FindHostPeers(MPI_Comm world);
+  void FindWindowModel(MPI_Comm world);
   MPI_Comm comm(CommGroup group) const;
 
   struct PostedSend {
@@ -82,6 +84,7 @@ class MpiTransport final : public Transport {
   std::unordered_map<TransferId, std::vector<MPI_Request>> transfers_;
   TransferId next_transfer_ = 1;  // a list: MPI holds pointers into each buffer
   int thread_level_ = MPI_THREAD_SINGLE;
+  bool unified_window_model_ = false;
   std::vector<bool> on_this_host_;  // by world rank
   MpiTypes types_;
   std::unique_ptr<IdleYieldSwitch> idle_yield_ = std::make_unique<IdleYieldSwitch>();

@@ -15,10 +15,9 @@ every node averages what it receives (Bluefog divides by row sums instead,
 which is only right for symmetric graphs).
 """
 
-import numbers
-
 import numpy as np
 
+from flock._args import as_rank_list
 from flock._core_loader import core
 from flock.errors import FlockAbortedError, FlockInvalidArgumentError
 
@@ -63,15 +62,13 @@ def _infer(what, arg_name, ranks, lists_are_sources, construct_adjacency_matrix)
 def _check_rank_list(what, arg_name, ranks, rank, size):
     """None when ``ranks`` is a valid list of other ranks, else the error message."""
     try:
-        ranks = list(ranks)
-    except TypeError:
-        return "{}: {} must be a list of ranks, got {!r}".format(what, arg_name, ranks)
+        ranks = as_rank_list(arg_name, ranks)
+    except TypeError as error:
+        return "{}: {}".format(what, error)
     for r in ranks:
-        if isinstance(r, bool) or not isinstance(r, numbers.Integral):
-            return "{}: {} must hold integers, got {!r}".format(what, arg_name, r)
         if not 0 <= r < size:
             return "{}: rank {} in {} is out of range [0, {})".format(what, r, arg_name, size)
-    if len(set(int(r) for r in ranks)) != len(ranks):
+    if len(set(ranks)) != len(ranks):
         return "{}: {} = {} lists a rank twice".format(what, arg_name, ranks)
     if rank in ranks:
         return "{}: {} = {} contains this rank ({}) itself".format(what, arg_name, ranks, rank)

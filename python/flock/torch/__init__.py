@@ -3,7 +3,8 @@
 from flock.basics import (get_skip_negotiate_stage, init, is_homogeneous,  # noqa: F401
                           is_initialized, local_rank, local_size, machine_rank, machine_size,
                           mpi_threads_supported, nccl_built, rank, resume,
-                          set_skip_negotiate_stage, shutdown, size, suspend)
+                          set_skip_negotiate_stage, shutdown, size, suspend,
+                          unified_mpi_window_model_supported)
 from flock.errors import (FlockAbortedError, FlockError, FlockInvalidArgumentError,  # noqa: F401
                           FlockMismatchError, FlockNotInitializedError, FlockTransportError,
                           FlockUnsupportedError)

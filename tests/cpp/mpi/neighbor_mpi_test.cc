@@ -109,7 +109,7 @@ TEST(NeighborMpiAllgather, InNeighboursInOrderWithRowsDifferingPerRank) {
   std::vector<float> in(static_cast<size_t>(2 * (rank + 1)), static_cast<float>(rank));
   OpRequest op = MakeRequest(OpKind::kNeighborAllgather, "gather",
                              TensorView{in.data(), DataType::kFloat32, {rank + 1, 2}});
-  PrepareNeighborAllgather(runtime, op, std::nullopt, std::nullopt);
+  PrepareNeighborAllgather(runtime, op, std::nullopt, std::nullopt, true);
   auto handle = runtime.engine().Submit(std::move(op), TensorView{}, nullptr);
   ASSERT_TRUE(handle.ok());
   auto done = runtime.engine().Wait(handle.value(), std::chrono::milliseconds(50), nullptr);

@@ -109,15 +109,17 @@ TEST(NeighborPlan, BadArgumentsSayWhatIsWrong) {
 
 TEST(NeighborPlan, AllgatherStaticOrderAndDynamicOrder) {
   const topology::Graph g = Ring(5, false);
-  auto stat = PlanNeighborAllgather(&g, 2, 5, std::nullopt, std::nullopt);
+  auto stat = PlanNeighborAllgather(&g, 2, 5, std::nullopt, std::nullopt, false);
   ASSERT_TRUE(stat.ok());
   ASSERT_EQ(stat.value().recvs.size(), 2u);
   EXPECT_EQ(stat.value().recvs[0].peer, 1);
-  auto dyn = PlanNeighborAllgather(&g, 2, 5, std::vector<int>{4, 0}, std::vector<int>{1});
+  auto dyn = PlanNeighborAllgather(&g, 2, 5, std::vector<int>{4, 0}, std::vector<int>{1}, true);
   ASSERT_TRUE(dyn.ok());
   EXPECT_EQ(dyn.value().recvs[0].peer, 4);  // the caller's order
   EXPECT_EQ(dyn.value().recvs[1].peer, 0);
-  EXPECT_FALSE(PlanNeighborAllgather(&g, 2, 5, std::vector<int>{4}, std::nullopt).ok());
+  EXPECT_FALSE(stat.value().check);
+  EXPECT_TRUE(dyn.value().check);  // enable_topo_check reaches the plan
+  EXPECT_FALSE(PlanNeighborAllgather(&g, 2, 5, std::vector<int>{4}, std::nullopt, true).ok());
 }
 
 TEST(NeighborPlan, RejectedCallsTellStaticAndNamedPeers) {

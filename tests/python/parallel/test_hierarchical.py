@@ -1,17 +1,16 @@
 """hierarchical_neighbor_allreduce against the numpy reference: the mean of each
 machine, mixed by the machine-level W, the same on every rank of a machine.
 
-Machines are faked with FLOCK_LOCAL_SIZE (re-initializing flock): 2 ranks per
-machine at 4 and 6 ranks (2x2, 3x2), 3 per machine at 6 ranks (2x3); other
-sizes skip. Covered there: the static machine topology (set_machine_topology,
-uniform and weighted), no machine topology set (an error), the nonblocking
+Machines are faked with FLOCK_LOCAL_SIZE or Bluefog's BLUEFOG_NODES_PER_MACHINE
+(set in os.environ, then flock re-initialized): 2 ranks per machine at 4 and 6
+ranks (2x2, 3x2), 3 per machine at 6 ranks (2x3); other sizes skip. Covered
+there: the static machine topology (set_machine_topology, uniform and weighted), no machine topology set (an error), the nonblocking
 form, dynamic machine weights from GetExp2DynamicSendRecvMachineRanks over
 several steps, and dst machine weights that scale. Then flock is re-initialized
 as it was. Without faking, all ranks share this host's memory: one machine,
 whose result is its mean times the self weight.
 """
 
-import contextlib
 import os
 import zlib
 
@@ -22,6 +21,7 @@ import torch
 import flock.torch as bf
 import neighbor_reference as nr
 from flock import topology as tu
+from emulated_machines import EMULATION_VARIABLES, fake_machines
 from reference import rank_input, to_torch
 
 
@@ -32,26 +32,6 @@ def _fake_local_sizes(size):
 
 needs_machines = pytest.mark.skipif(not _fake_local_sizes(bf.size()),
                                     reason="no local size makes >= 2 equal machines")
-
-
-@contextlib.contextmanager
-def fake_machines(local_size):
-    """flock re-initialized with `local_size` consecutive ranks per machine, then as before."""
-    old = os.environ.get("FLOCK_LOCAL_SIZE")
-    bf.shutdown()
-    os.environ["FLOCK_LOCAL_SIZE"] = str(local_size)
-    try:
-        bf.init()
-        assert bf.local_size() == local_size and bf.machine_size() == bf.size() // local_size
-        assert bf.machine_rank() == bf.rank() // local_size and bf.is_homogeneous()
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("FLOCK_LOCAL_SIZE", None)
-        else:
-            os.environ["FLOCK_LOCAL_SIZE"] = old
-        bf.shutdown()
-        bf.init()
 
 
 def _seed(*key):
@@ -89,11 +69,12 @@ def _same_on_every_rank_of_a_machine(got, local, size):
 
 
 @needs_machines
+@pytest.mark.parametrize("variable", EMULATION_VARIABLES)
 @pytest.mark.parametrize("local", [2, 3])
-def test_static_machine_topology(local, rank, size):
+def test_static_machine_topology(local, variable, rank, size):
     if local not in _fake_local_sizes(size):
         pytest.skip("{} ranks do not make >= 2 machines of {}".format(size, local))
-    with fake_machines(local):
+    with fake_machines(local, variable):
         machines = bf.machine_size()
         x = _tensor(rank_input(1, rank, "float32", (3,)), "float32")
         # No machine topology yet (a fresh init): an error on every rank, no hang.
@@ -124,11 +105,12 @@ def test_static_machine_topology(local, rank, size):
 
 
 @needs_machines
+@pytest.mark.parametrize("variable", EMULATION_VARIABLES)
 @pytest.mark.parametrize("local", [2, 3])
-def test_dynamic_machine_weights(local, rank, size):
+def test_dynamic_machine_weights(local, variable, rank, size):
     if local not in _fake_local_sizes(size):
         pytest.skip("{} ranks do not make >= 2 machines of {}".format(size, local))
-    with fake_machines(local):
+    with fake_machines(local, variable):
         machines = bf.machine_size()
         # One generator per machine (every rank of a machine passes the same weights).
         generators = [tu.GetExp2DynamicSendRecvMachineRanks(size, local, m * local, 0)
@@ -148,7 +130,7 @@ def test_dynamic_machine_weights(local, rank, size):
             _same_on_every_rank_of_a_machine(got, local, size)
 
 
-@pytest.mark.skipif(os.environ.get("FLOCK_LOCAL_SIZE", "0") not in ("", "0"),
+@pytest.mark.skipif(any(os.environ.get(v, "0") not in ("", "0") for v in EMULATION_VARIABLES),
                     reason="machines are faked for the whole job")
 def test_one_real_machine_gives_the_mean(rank, size):
     # Every rank of the job runs on this host: one shared-memory group, one machine.

@@ -236,9 +236,9 @@ def test_runtime_api_needs_init_and_init_sets_the_topology():
             else:
                 raise SystemExit("no error before init")
         flock.init(topology_fn=lambda n: tu.RingGraph(n, 2), is_weighted=True)
-        assert flock.is_topo_weighted() and flock.load_topology().self_weight(0) == 1.0
-        flock.init()  # already initialized: keeps the topology
-        assert flock.is_topo_weighted()
+        assert flock.is_topo_weighted() and flock.load_topology()[0][0]["weight"] == 1.0
+        flock.init()  # already initialized: back to the default graph, as Bluefog's init
+        assert not flock.is_topo_weighted()
         flock.shutdown()
         flock.init()
         assert tu.IsTopologyEquivalent(flock.load_topology(), tu.ExponentialGraph(1))
