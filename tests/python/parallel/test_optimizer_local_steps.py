@@ -7,7 +7,8 @@ model's parameters must equal its twin's. Two ways to spend J passes:
 
 - accumulate: zero_grad, J backward passes, one step(): AWC and ATC exchange at
   that step, with the local optimizer applied once to the accumulated p.grad;
-- local: step() after each backward pass: J-1 local steps, then the exchanging one.
+- local: step() after each backward pass: J-1 local steps, then the exchanging one;
+- split (J = 3): pass, pass, step() (local), pass, step() (exchanging).
 
 Gradient allreduce averages the gradients at every step() (Bluefog's rule), so
 in the local pattern every step communicates. With 4 ranks the module runs on
@@ -57,6 +58,12 @@ def _wrap(kind, optimizer, model, comm, steps):
     wrapper = (bf.DistributedAdaptThenCombineOptimizer if kind == "atc"
                else bf.DistributedAdaptWithCombineOptimizer)
     return wrapper(optimizer, model, communication_type=comm, num_steps_per_communication=steps)
+
+
+def _steps_after(pattern, steps):
+    """The passes (0-based) that a step() follows."""
+    last = {steps - 1}
+    return {"accumulate": last, "local": set(range(steps)), "split": {1} | last}[pattern]
 
 
 def _loss(model, rank, round_, pass_):
@@ -126,8 +133,8 @@ def _assert_same(model, twin, what):
 
 
 @pytest.mark.parametrize("base", ["sgd", "adam"])
-@pytest.mark.parametrize("pattern", ["accumulate", "local"])
-@pytest.mark.parametrize("steps", [1, 2, 3])
+@pytest.mark.parametrize("steps,pattern", [(1, "local"), (2, "accumulate"), (2, "local"),
+                                           (3, "accumulate"), (3, "local"), (3, "split")])
 @pytest.mark.parametrize("kind,comm", CASES)
 def test_parameters_match_the_reference_after_every_step(kind, comm, steps, pattern, base):
     rank, n = bf.rank(), bf.size()
@@ -136,16 +143,17 @@ def test_parameters_match_the_reference_after_every_step(kind, comm, steps, patt
     optimizer = _wrap(kind, _make_optimizer(base, model), model, comm, steps)
     twins = [_model() for _ in range(n)]
     twin_optimizers = [_make_optimizer(base, t) for t in twins]
+    stepping = _steps_after(pattern, steps)
     for round_ in range(ROUNDS):
         for pass_ in range(steps):
             last = pass_ == steps - 1
-            if pattern == "local" or pass_ == 0:
+            if pass_ == 0 or pass_ - 1 in stepping:
                 for o in [optimizer] + twin_optimizers:
                     o.zero_grad()
             _loss(model, rank, round_, pass_).backward()
             for r, twin in enumerate(twins):
                 _loss(twin, r, round_, pass_).backward()
-            if pattern == "local" or last:
+            if pass_ in stepping:
                 optimizer.step()
                 _reference_step(kind, twins, twin_optimizers, mix, exchanging=last)
                 _assert_same(model, twins[rank], "round {} pass {}".format(round_, pass_))
