@@ -194,10 +194,10 @@ def test_misuse_is_refused_clearly():
         model(_batch(1)).sum().backward()
     wrapped.step()
     del wrapped  # its hooks go quiet with it
-    # ATC: each parameter is updated when its gradient is ready, so one backward per step().
+    # ATC: each parameter is updated when its J-th gradient is ready, so step() comes next.
     atc = bf.DistributedAdaptThenCombineOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model)
     model(_batch(2)).sum().backward()
-    with pytest.raises(RuntimeError, match="second backward pass"):
+    with pytest.raises(RuntimeError, match="had updated and sent it"):
         model(_batch(3)).sum().backward()
     atc.step()
     bf.barrier()

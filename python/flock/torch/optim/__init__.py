@@ -14,8 +14,8 @@ from flock.torch.optim._gradient_allreduce import GradientAllreduceMixin
 
 def DistributedGradientAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1):
     """Every rank steps with the gradient averaged over all ranks (allreduce per parameter,
-    launched from the backward pass). num_steps_per_communication = J: accumulate J backward
-    passes, then call step() once."""
+    launched from the backward pass). num_steps_per_communication = J: up to J backward
+    passes accumulate before a step(); every step() averages (docs/training.md)."""
     return wrap(optimizer, GradientAllreduceMixin, model, num_steps_per_communication)
 
 
@@ -23,7 +23,8 @@ def DistributedAdaptWithCombineOptimizer(optimizer, model=None,
                                          communication_type=CommunicationType.neighbor_allreduce,
                                          num_steps_per_communication=1):
     """x ← combine(x) − lr·g(x): parameters are exchanged during the forward and backward
-    pass; every J-th step communicates (J = num_steps_per_communication)."""
+    pass; the J-th training forward pass (J = num_steps_per_communication) since the last
+    exchange sends them, and the step() after it combines."""
     return wrap(optimizer, AdaptWithCombineMixin, model, communication_type,
                 num_steps_per_communication)
 
@@ -32,7 +33,9 @@ def DistributedAdaptThenCombineOptimizer(optimizer, model=None,
                                          communication_type=CommunicationType.neighbor_allreduce,
                                          num_steps_per_communication=1):
     """x ← combine(x − lr·g(x)) with the wrapped optimizer's own update rule, each parameter
-    updated and sent as soon as its gradient is complete."""
+    updated (with its accumulated p.grad) and sent as soon as its gradient of the J-th
+    backward pass (J = num_steps_per_communication) is complete; the step() after it
+    combines, earlier step() calls are local steps."""
     return wrap(optimizer, AdaptThenCombineMixin, model, communication_type,
                 num_steps_per_communication)
 

@@ -21,9 +21,15 @@ dst_machine_weights), allreduce (the global average) and empty (none).
 The knobs are read when a parameter's communication is launched: set them
 before the forward pass (AWC) or backward pass (ATC) of the step they are for.
 
-num_steps_per_communication = J: step() is called after every backward pass,
-and only every J-th step communicates (local SGD in between). Parameters are
-updated in place: their storage never changes.
+Passes and J = num_steps_per_communication (as Bluefog counts them): AWC
+counts the model's forward passes (training mode, gradients enabled), ATC the
+backward passes that reach a parameter. The J-th pass since the last exchange
+launches the exchange (ATC: after the update of the accumulated p.grad), and
+the step() that follows is the exchanging step; step() calls before it are
+local steps. So J passes may be followed by one step() (gradient accumulation)
+or each by its own step() (local SGD). A step() that no counted pass preceded
+(no model given, or a model used in parts) counts as a pass itself.
+Parameters are updated in place: their storage never changes.
 """
 
 import enum
@@ -54,7 +60,7 @@ def communication_type_of(value):
 
 
 class CombineMixin(DistributedOptimizerMixin):
-    """The knobs and the combine step shared by AWC and ATC."""
+    """The knobs, the pass count and the combine step shared by AWC and ATC."""
 
     def _flock_setup(self, model, communication_type, num_steps_per_communication):
         self.communication_type = communication_type
@@ -64,7 +70,8 @@ class CombineMixin(DistributedOptimizerMixin):
         self.src_machine_weights = None
         self.dst_machine_weights = None
         self.enable_topo_check = True
-        self._flock_steps = 0
+        self._flock_passes = 0  # passes counted since the last exchanging step
+        self._flock_pass_seen = False  # whether one was counted since the last step()
         super()._flock_setup(model, num_steps_per_communication)
 
     @property
@@ -75,10 +82,32 @@ class CombineMixin(DistributedOptimizerMixin):
     def communication_type(self, value):
         self._flock_communication_type = communication_type_of(value)
 
+    # --- the pass count
+
+    def _flock_note_pass(self, passes=None):
+        """Counts a pass (or raises the count to `passes`, ATC's per-parameter count)."""
+        self._flock_passes = self._flock_passes + 1 if passes is None else max(
+            self._flock_passes, passes)
+        self._flock_pass_seen = True
+
+    def _flock_close_passes(self):
+        """A step() that no counted pass preceded counts as one (idempotent per step)."""
+        if not self._flock_pass_seen:
+            self._flock_note_pass()
+
+    def _flock_exchange_due(self):
+        return self._flock_passes >= self.num_steps_per_communication
+
     def _flock_communicating(self):
-        """Whether the step being computed (the next step() call) communicates."""
+        """Whether the passes counted so far make this step an exchanging one."""
         return (self.communication_type is not CommunicationType.empty and
-                (self._flock_steps + 1) % self.num_steps_per_communication == 0)
+                self._flock_exchange_due())
+
+    def _flock_exchanging(self):
+        """Whether this step combines: it is due, or hooks already launched for it."""
+        return self._flock_communicating() or bool(self._flock_handles)
+
+    # --- communication
 
     def _flock_launch(self, p):
         tensor, name = p.detach(), self._flock_name(p, "param")
@@ -102,11 +131,13 @@ class CombineMixin(DistributedOptimizerMixin):
         """What a parameter launched at synchronize() (not from a hook) needs first."""
 
     def synchronize(self):
-        """Waits for this step's combination and writes it into the parameters (on a step
-        that communicates; once per step: step() does not do it again)."""
+        """Waits for this step's combination and writes it into the parameters (on an
+        exchanging step; once per step: step() does not do it again)."""
         if self._flock_synchronized:
             return
-        if self._flock_communicating():
+        self._flock_close_passes()
+        exchanging = self._flock_exchanging()
+        if exchanging:
             for p in self._flock_params():
                 if p not in self._flock_handles:  # not launched by a hook (unused this pass)
                     self._flock_before_launch(p)
@@ -116,11 +147,13 @@ class CombineMixin(DistributedOptimizerMixin):
         with torch.no_grad():
             for p, value in combined.items():
                 p.copy_(value)
-        self._flock_synchronized = self._flock_communicating()
+        self._flock_synchronized = exchanging
 
     def _flock_end_step(self):
+        if self._flock_exchange_due():
+            self._flock_passes = 0  # the next J passes lead to the next exchange
+        self._flock_pass_seen = False
         self._flock_synchronized = False
-        self._flock_steps += 1
 
 
 class AdaptWithCombineMixin(CombineMixin):
@@ -130,15 +163,24 @@ class AdaptWithCombineMixin(CombineMixin):
         super()._flock_setup(model, communication_type, num_steps_per_communication)
         if model is None:
             return
+        # Registered first, so the model's own pass is counted before any module launches.
+        self._flock_hook_module(model, AdaptWithCombineMixin._flock_count_forward,
+                                sorted(self._flock_hooked, key=id))
         for module in model.modules():
             own = [p for p in module.parameters(recurse=False) if p in self._flock_hooked]
             if own:
-                handle = module.register_forward_pre_hook(
-                    self._flock_weak(AdaptWithCombineMixin._flock_forward, own))
-                weakref.finalize(self, handle.remove)
+                self._flock_hook_module(module, AdaptWithCombineMixin._flock_forward, own)
+
+    def _flock_hook_module(self, module, method, params):
+        handle = module.register_forward_pre_hook(self._flock_weak(method, params))
+        weakref.finalize(self, handle.remove)
+
+    def _flock_count_forward(self, _params):
+        # Only training passes that will be backpropagated (not evaluation), as Bluefog.
+        if torch.is_grad_enabled() and self._flock_model.training:
+            self._flock_note_pass()
 
     def _flock_forward(self, params):
-        # Only passes that will be backpropagated (not evaluation under no_grad).
         if not torch.is_grad_enabled() or not self._flock_communicating():
             return
         for p in params:
@@ -147,6 +189,7 @@ class AdaptWithCombineMixin(CombineMixin):
 
     def step(self, closure=None):
         loss = self._flock_closure(closure)
+        self._flock_close_passes()
         if not self._flock_skip:
             self.synchronize()
         super().step()
@@ -159,25 +202,31 @@ class AdaptThenCombineMixin(CombineMixin):
 
     def _flock_setup(self, model, communication_type, num_steps_per_communication):
         self._flock_group_of = None
+        self._flock_param_passes = {}  # parameter -> backward passes since the last exchange
+        self._flock_adapted = set()  # parameters the wrapped optimizer updated this step
         super()._flock_setup(model, communication_type, num_steps_per_communication)
 
     def _flock_register(self, p):
         self._flock_on_gradient(p, AdaptThenCombineMixin._flock_gradient_ready)
 
     def _flock_gradient_ready(self, p):
-        if not self._flock_communicating():
-            return  # a local step: step() updates every parameter
-        if p in self._flock_handles:
+        """p.grad holds this backward pass's gradient (added to the earlier ones')."""
+        if p in self._flock_adapted:
             raise RuntimeError(
-                "parameter {!r} got a second backward pass before step(): the "
-                "adapt-then-combine optimizer updates each parameter as soon as its gradient "
-                "is complete, so call step() after every backward pass (or accumulate "
-                "gradients with the adapt-with-combine optimizer)".format(self._flock_names.get(p)))
-        self._flock_adapt(p)
-        self._flock_launch(p)
+                "parameter {!r} got a backward pass after the adapt-then-combine optimizer "
+                "had updated and sent it (num_steps_per_communication={} passes reached it): "
+                "call step() before the next backward pass".format(
+                    self._flock_names.get(p), self.num_steps_per_communication))
+        passes = self._flock_param_passes.get(p, 0) + 1
+        self._flock_param_passes[p] = passes
+        self._flock_note_pass(passes)
+        if passes >= self.num_steps_per_communication and self._flock_communicating():
+            self._flock_adapt(p)
+            self._flock_launch(p)
 
     def _flock_adapt(self, p):
         """The wrapped optimizer's update of p alone, with p's group's hyperparameters."""
+        self._flock_adapted.add(p)
         if p.grad is None:
             return
         if self._flock_group_of is None:
@@ -191,13 +240,23 @@ class AdaptThenCombineMixin(CombineMixin):
 
     _flock_before_launch = _flock_adapt
 
+    def _flock_exchanging(self):
+        return super()._flock_exchanging() or bool(self._flock_adapted)
+
     def step(self, closure=None):
         loss = self._flock_closure(closure)
-        communicating = self._flock_communicating()
+        self._flock_close_passes()
+        exchanging = self._flock_synchronized or self._flock_exchanging()
         if not self._flock_skip:
             self.synchronize()
-        if not communicating:
+        if not exchanging:
             super().step()  # a local step (the hooks updated nothing)
         self._flock_group_of = None  # param_groups may change before the next step
         self._flock_end_step()
         return loss
+
+    def _flock_end_step(self):
+        if self._flock_exchange_due():
+            self._flock_param_passes.clear()
+        self._flock_adapted.clear()
+        super()._flock_end_step()
