@@ -4,10 +4,11 @@ machine, mixed by the machine-level W, the same on every rank of a machine.
 Machines are faked with FLOCK_LOCAL_SIZE or Bluefog's BLUEFOG_NODES_PER_MACHINE
 (set in os.environ, then flock re-initialized): 2 ranks per machine at 4 and 6
 ranks (2x2, 3x2), 3 per machine at 6 ranks (2x3); other sizes skip. Covered
-there: the static machine topology (set_machine_topology, uniform and weighted),
-no machine topology set (an error), the nonblocking form, dynamic machine weights from GetExp2DynamicSendRecvMachineRanks over
-several steps, and dst machine weights that scale. Then flock is re-initialized
-as it was. Without faking, all ranks share this host's memory: one machine,
+there: the static machine topology (set_machine_topology, uniform and
+weighted), no machine topology set (an error), the nonblocking form, dynamic
+machine weights from GetExp2DynamicSendRecvMachineRanks over several steps,
+and dst machine weights that scale. Then flock is re-initialized as it was.
+Without faking, all ranks share this host's memory: one machine,
 whose result is its mean times the self weight.
 """
 

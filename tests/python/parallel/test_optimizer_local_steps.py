@@ -24,8 +24,8 @@ import torch
 
 import flock.torch as bf
 import neighbor_reference as nr
+from emulated_machines import fake_machines
 from flock import topology as tu
-from test_hierarchical import fake_machines
 
 ROUNDS = 3  # exchanges per case
 COMMUNICATIONS = ["neighbor_allreduce", "hierarchical_neighbor_allreduce", "allreduce"]
