@@ -7,6 +7,7 @@ dict for the framework module to put in its namespace.
 
 from flock import _collectives as c
 from flock import _neighbor as n
+from flock._public import public
 
 
 def make_ops(adapter):
@@ -154,4 +155,4 @@ def make_ops(adapter):
                    hierarchical_neighbor_allreduce_nonblocking),
                hierarchical_neighbor_allreduce=hierarchical_neighbor_allreduce, synchronize=c.synchronize,
                wait=c.synchronize, poll=c.poll)
-    return ops
+    return {name: public(fn) for name, fn in ops.items()}

@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 from flock._core_loader import core
+from flock._public import publish
 from flock import topology_util
 from flock.errors import FlockAbortedError, FlockInvalidArgumentError, FlockMismatchError
 from flock.topology import ExponentialGraph, Graph, as_graph
@@ -200,3 +201,9 @@ def _describe(key):
     nodes, edges, weighted, fingerprint = key
     return "{} nodes, {} edges, {} (fingerprint {:016x})".format(
         nodes, edges, "weighted" if weighted else "unweighted", fingerprint & (2 ** 64 - 1))
+
+
+publish(globals(), [
+    "set_topology", "load_topology", "is_topo_weighted", "in_neighbor_ranks", "out_neighbor_ranks",
+    "set_machine_topology", "load_machine_topology", "is_machine_topo_weighted",
+    "in_neighbor_machine_ranks", "out_neighbor_machine_ranks"])

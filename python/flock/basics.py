@@ -14,6 +14,7 @@ import sys
 import threading
 
 from flock._core_loader import core
+from flock._public import publish
 
 _atexit_registered = False
 _previous_excepthook = None
@@ -181,3 +182,8 @@ def _install_failure_hooks():
     if _original_sys_exit is None:
         _original_sys_exit = sys.exit
         sys.exit = _recording_exit
+
+
+publish(globals(), [
+    "init", "shutdown", "size", "rank", "local_size", "local_rank", "machine_size", "machine_rank",
+    "is_homogeneous", "mpi_threads_supported", "unified_mpi_window_model_supported", "nccl_built"])

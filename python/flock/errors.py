@@ -23,8 +23,9 @@ class FlockNotInitializedError(FlockError):
     """flock was used before ``init()`` or after ``shutdown()``."""
 
 
-class FlockUnsupportedError(FlockError, TypeError):
-    """A valid request this build cannot serve (dtype, device)."""
+class FlockUnsupportedError(FlockError, TypeError, ValueError):
+    """A valid request this build cannot serve (dtype, device). Also a ValueError, which is
+    what Bluefog raises for a tensor type it does not support."""
 
 
 class FlockTransportError(FlockError):

@@ -19,6 +19,7 @@ import numpy as np
 
 from flock._args import as_rank_list
 from flock._core_loader import core
+from flock._public import publish
 from flock.errors import FlockAbortedError, FlockInvalidArgumentError
 
 
@@ -78,3 +79,7 @@ def _check_rank_list(what, arg_name, ranks, rank, size):
 def _allgather(row, name):
     import flock.numpy
     return flock.numpy.allgather(row, name=name)
+
+
+publish(globals(), [
+    "InferSourceFromDestinationRanks", "InferDestinationFromSourceRanks"])

@@ -12,6 +12,7 @@ picklable object (a scheduler's state_dict()).
 import io
 
 import torch
+from flock._public import publish
 
 from flock.torch import ops
 
@@ -103,3 +104,7 @@ def _load(buffer, map_location):
     except TypeError:  # a torch without weights_only
         buffer.seek(0)
         return torch.load(buffer, map_location=map_location)
+
+
+publish(globals(), [
+    "broadcast_parameters", "allreduce_parameters", "broadcast_object", "broadcast_optimizer_state"])

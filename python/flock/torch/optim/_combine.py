@@ -39,6 +39,7 @@ import torch
 
 from flock.torch import ops
 from flock.torch.optim._base import DistributedOptimizerMixin
+from flock._public import public
 
 
 class CommunicationType(enum.Enum):
@@ -130,6 +131,7 @@ class CombineMixin(DistributedOptimizerMixin):
     def _flock_before_launch(self, p):
         """What a parameter launched at synchronize() (not from a hook) needs first."""
 
+    @public
     def synchronize(self):
         """Waits for this step's combination and writes it into the parameters (on an
         exchanging step; once per step: step() does not do it again)."""
@@ -187,6 +189,7 @@ class AdaptWithCombineMixin(CombineMixin):
             if p not in self._flock_handles:
                 self._flock_launch(p)
 
+    @public
     def step(self, closure=None):
         loss = self._flock_closure(closure)
         self._flock_close_passes()
@@ -243,6 +246,7 @@ class AdaptThenCombineMixin(CombineMixin):
     def _flock_exchanging(self):
         return super()._flock_exchanging() or bool(self._flock_adapted)
 
+    @public
     def step(self, closure=None):
         loss = self._flock_closure(closure)
         self._flock_close_passes()

@@ -15,6 +15,7 @@ import torch
 
 from flock.torch import ops
 from flock.torch.optim._base import DistributedOptimizerMixin
+from flock._public import public
 
 
 class GradientAllreduceMixin(DistributedOptimizerMixin):
@@ -50,6 +51,7 @@ class GradientAllreduceMixin(DistributedOptimizerMixin):
         self._flock_handles[p] = ops.allreduce_nonblocking_(
             p.grad, average=True, name=self._flock_name(p, "grad"))
 
+    @public
     def synchronize(self):
         """Waits until every gradient holds its average over the ranks.
 
@@ -68,6 +70,7 @@ class GradientAllreduceMixin(DistributedOptimizerMixin):
             self._flock_passes.clear()
         self._flock_synchronized = True
 
+    @public
     def step(self, closure=None):
         loss = self._flock_closure(closure)
         if not self._flock_skip:
