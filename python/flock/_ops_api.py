@@ -153,6 +153,7 @@ def make_ops(adapter):
                pair_gossip_nonblocking=pair_gossip_nonblocking, pair_gossip=pair_gossip,
                hierarchical_neighbor_allreduce_nonblocking=(
                    hierarchical_neighbor_allreduce_nonblocking),
-               hierarchical_neighbor_allreduce=hierarchical_neighbor_allreduce, synchronize=c.synchronize,
+               hierarchical_neighbor_allreduce=hierarchical_neighbor_allreduce,
+               synchronize=c.synchronize,
                wait=c.synchronize, poll=c.poll)
     return {name: public(fn) for name, fn in ops.items()}

@@ -106,5 +106,5 @@ def _load(buffer, map_location):
         return torch.load(buffer, map_location=map_location)
 
 
-publish(globals(), [
-    "broadcast_parameters", "allreduce_parameters", "broadcast_object", "broadcast_optimizer_state"])
+publish(globals(), ["broadcast_parameters", "allreduce_parameters", "broadcast_object",
+                    "broadcast_optimizer_state"])
