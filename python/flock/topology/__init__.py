@@ -1,7 +1,7 @@
-"""flock.topology: the graphs neighbour averaging runs over (Bluefog's ``topology_util``).
+"""flock.topology: the graphs neighbour averaging runs over, as flock's own Graph.
 
-``from flock import topology as topology_util`` stands in for
-``from bluefog.common import topology_util``. Everything here works without
+Bluefog's ``topology_util``, whose generators return networkx DiGraphs, is
+``flock.topology_util`` (built on this module). Everything here works without
 ``init()`` except the two collective Infer* helpers.
 
 - ``Graph``: flock's weighted directed graph (W[i][j] = weight of i -> j; self loops
