@@ -60,6 +60,7 @@ setup(
     ext_modules=[CMakeExtension("flock._core")],
     cmdclass={"build_ext": CMakeBuild},
     entry_points={"console_scripts": ["flockrun = flockrun.cli:main"]},
+    license="Apache-2.0",
     python_requires=">=3.9",
     install_requires=["numpy"],
     # networkx is optional: flock.topology converts to and from networkx graphs when it is there.
