@@ -4,7 +4,7 @@ Results are new arrays; functions ending in ``_`` write into the given array
 (which must then be a writable ndarray).
 """
 
-from flock._ops_api import make_ops
+from flock._ops_api import make_ops as _make_ops
 from flock.basics import (init, is_homogeneous, is_initialized, local_rank,  # noqa: F401
                           local_size, machine_rank, machine_size, rank, shutdown, size)
 from flock.errors import (FlockAbortedError, FlockError, FlockInvalidArgumentError,  # noqa: F401
@@ -19,4 +19,4 @@ from flock._topology_exports import *  # noqa: F401,F403  (set_topology, Exponen
 from flock.timeline import timeline_start, timeline_stop  # noqa: F401
 
 
-globals().update(make_ops(_adapter))
+globals().update(_make_ops(_adapter))
