@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "ops/op_signature.h"
+#include "flock/ops/op_signature.h"
+#include "flock/runtime/runtime.h"
+#include "flock/transport/registry.h"
 #include "raw_mpi_protocol.h"
-#include "runtime/runtime.h"
-#include "transport/registry.h"
 
 namespace {
 

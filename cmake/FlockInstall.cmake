@@ -12,11 +12,11 @@ endif()
 install(TARGETS ${_flock_export_targets} EXPORT flockTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flock)
-# Headers keep csrc's layout: #include "ops/collectives.h" with include/flock on the path.
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Headers keep csrc's layout under flock/: #include <flock/ops/collectives.h>.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/csrc/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flock
         FILES_MATCHING PATTERN "*.h" PATTERN "bindings" EXCLUDE)
-install(FILES ${PROJECT_BINARY_DIR}/csrc/generated/common/build_config.h
+install(FILES ${PROJECT_BINARY_DIR}/csrc/generated/flock/common/build_config.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flock/common)
 
 set(_flock_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/flock)

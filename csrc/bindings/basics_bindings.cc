@@ -2,11 +2,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "bindings/python_errors.h"
-#include "bindings/runtime_holder.h"
-#include "common/build_config.h"
-#include "common/config.h"
-#include "transport/registry.h"
+#include "flock/bindings/python_errors.h"
+#include "flock/bindings/runtime_holder.h"
+#include "flock/common/build_config.h"
+#include "flock/common/config.h"
+#include "flock/transport/registry.h"
 
 namespace py = pybind11;
 

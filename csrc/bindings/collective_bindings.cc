@@ -9,10 +9,10 @@
 
 #include <chrono>
 
-#include "bindings/dlpack_tensor.h"
-#include "bindings/python_errors.h"
-#include "bindings/runtime_holder.h"
-#include "bindings/submission.h"
+#include "flock/bindings/dlpack_tensor.h"
+#include "flock/bindings/python_errors.h"
+#include "flock/bindings/runtime_holder.h"
+#include "flock/bindings/submission.h"
 
 namespace py = pybind11;
 

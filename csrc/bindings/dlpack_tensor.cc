@@ -1,8 +1,8 @@
-#include "bindings/dlpack_tensor.h"
+#include "flock/bindings/dlpack_tensor.h"
 
 #include <dlpack/dlpack.h>
 
-#include "engine/handle_table.h"
+#include "flock/engine/handle_table.h"
 
 namespace py = pybind11;
 
@@ -23,9 +23,10 @@ Result<DataType> ToDataType(const DLDataType& t) {
   }
   static const char* kCodes[] = {"int", "uint", "float", "opaque", "bfloat", "complex"};
   std::string name = t.code < 6 ? kCodes[t.code] : "code" + std::to_string(t.code);
-  return Status::Unsupported("dtype " + name + std::to_string(t.bits) +
-                             " is not supported; flock communicates bool, uint8, int8, int16, int32, "
-                             "int64, float16, bfloat16, float32 and float64 (convert the tensor)");
+  return Status::Unsupported(
+      "dtype " + name + std::to_string(t.bits) +
+      " is not supported; flock communicates bool, uint8, int8, int16, int32, "
+      "int64, float16, bfloat16, float32 and float64 (convert the tensor)");
 }
 
 Result<Device> ToDevice(const DLDevice& d) {

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "common/data_type.h"
-#include "common/status.h"
-#include "common/tensor_view.h"
+#include "flock/common/data_type.h"
+#include "flock/common/status.h"
+#include "flock/common/tensor_view.h"
 
 struct DLManagedTensor;
 

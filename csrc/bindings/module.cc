@@ -2,7 +2,7 @@
 // python/flock; this module only converts arguments and errors.
 #include <pybind11/pybind11.h>
 
-#include "bindings/python_errors.h"
+#include "flock/bindings/python_errors.h"
 
 namespace flock {
 void BindBasics(pybind11::module_& m);

@@ -6,9 +6,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "bindings/runtime_holder.h"
-#include "bindings/submission.h"
-#include "runtime/neighbor_requests.h"
+#include "flock/bindings/runtime_holder.h"
+#include "flock/bindings/submission.h"
+#include "flock/runtime/neighbor_requests.h"
 
 namespace py = pybind11;
 

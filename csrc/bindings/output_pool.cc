@@ -6,9 +6,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "bindings/dlpack_tensor.h"
-#include "bindings/python_errors.h"
-#include "common/buffer_pool.h"
+#include "flock/bindings/dlpack_tensor.h"
+#include "flock/bindings/python_errors.h"
+#include "flock/common/buffer_pool.h"
 
 namespace py = pybind11;
 

@@ -1,4 +1,4 @@
-#include "bindings/python_errors.h"
+#include "flock/bindings/python_errors.h"
 
 namespace py = pybind11;
 

@@ -7,7 +7,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include "common/status.h"
+#include "flock/common/status.h"
 
 namespace flock {
 

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "runtime/runtime.h"
+#include "flock/runtime/runtime.h"
 
 namespace flock {
 

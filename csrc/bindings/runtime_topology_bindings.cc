@@ -15,8 +15,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "bindings/python_errors.h"
-#include "bindings/runtime_holder.h"
+#include "flock/bindings/python_errors.h"
+#include "flock/bindings/runtime_holder.h"
 #include "flock/topology/graph.h"
 
 namespace py = pybind11;

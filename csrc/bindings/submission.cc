@@ -1,7 +1,7 @@
-#include "bindings/submission.h"
+#include "flock/bindings/submission.h"
 
-#include "bindings/python_errors.h"
-#include "bindings/runtime_holder.h"
+#include "flock/bindings/python_errors.h"
+#include "flock/bindings/runtime_holder.h"
 
 namespace flock {
 

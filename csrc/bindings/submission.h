@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "bindings/dlpack_tensor.h"
-#include "engine/handle_table.h"
-#include "ops/op_signature.h"
+#include "flock/bindings/dlpack_tensor.h"
+#include "flock/engine/handle_table.h"
+#include "flock/ops/op_signature.h"
 
 namespace flock {
 

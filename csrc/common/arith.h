@@ -2,7 +2,7 @@
 // back. float16/bfloat16 compute in float and round once when stored.
 #pragma once
 
-#include "common/half.h"
+#include "flock/common/half.h"
 
 namespace flock {
 

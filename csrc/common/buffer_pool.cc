@@ -1,4 +1,4 @@
-#include "common/buffer_pool.h"
+#include "flock/common/buffer_pool.h"
 
 #include <utility>
 

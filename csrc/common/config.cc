@@ -1,4 +1,4 @@
-#include "common/config.h"
+#include "flock/common/config.h"
 
 #include <cerrno>
 #include <cstdlib>

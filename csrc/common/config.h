@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
-#include "common/status.h"
+#include "flock/common/logging.h"
+#include "flock/common/status.h"
 
 namespace flock {
 

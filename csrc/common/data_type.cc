@@ -1,4 +1,4 @@
-#include "common/data_type.h"
+#include "flock/common/data_type.h"
 
 namespace flock {
 

@@ -1,4 +1,4 @@
-#include "common/logging.h"
+#include "flock/common/logging.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "common/malloc_tuning.h"
+#include "flock/common/malloc_tuning.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>

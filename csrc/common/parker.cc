@@ -1,4 +1,4 @@
-#include "common/parker.h"
+#include "flock/common/parker.h"
 
 #ifdef __linux__
 #include <linux/futex.h>

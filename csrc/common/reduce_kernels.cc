@@ -1,8 +1,8 @@
-#include "common/reduce_kernels.h"
+#include "flock/common/reduce_kernels.h"
 
 #include <algorithm>
 
-#include "common/arith.h"
+#include "flock/common/arith.h"
 
 namespace flock {
 namespace {

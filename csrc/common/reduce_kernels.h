@@ -10,8 +10,8 @@
 
 #include <cstdint>
 
-#include "common/data_type.h"
-#include "common/status.h"
+#include "flock/common/data_type.h"
+#include "flock/common/status.h"
 
 namespace flock {
 

@@ -1,4 +1,4 @@
-#include "common/status.h"
+#include "flock/common/status.h"
 
 namespace flock {
 

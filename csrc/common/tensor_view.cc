@@ -1,4 +1,4 @@
-#include "common/tensor_view.h"
+#include "flock/common/tensor_view.h"
 
 namespace flock {
 

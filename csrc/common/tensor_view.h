@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/data_type.h"
+#include "flock/common/data_type.h"
 
 namespace flock {
 

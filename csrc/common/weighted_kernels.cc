@@ -1,8 +1,8 @@
-#include "common/weighted_kernels.h"
+#include "flock/common/weighted_kernels.h"
 
 #include <cstring>
 
-#include "common/arith.h"
+#include "flock/common/arith.h"
 
 namespace flock {
 namespace {

@@ -1,6 +1,6 @@
-#include "engine/coordinator.h"
+#include "flock/engine/coordinator.h"
 
-#include "engine/fusion_planner.h"
+#include "flock/engine/fusion_planner.h"
 
 namespace flock {
 

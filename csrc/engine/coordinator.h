@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
-#include "engine/response_cache.h"
-#include "engine/wire.h"
+#include "flock/common/status.h"
+#include "flock/engine/response_cache.h"
+#include "flock/engine/wire.h"
 
 namespace flock {
 

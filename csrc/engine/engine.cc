@@ -1,4 +1,4 @@
-#include "engine/engine.h"
+#include "flock/engine/engine.h"
 
 #include <algorithm>
 #include <thread>
@@ -7,8 +7,8 @@
 #include <sys/prctl.h>
 #endif
 
-#include "common/logging.h"
-#include "engine/wire.h"
+#include "flock/common/logging.h"
+#include "flock/engine/wire.h"
 
 namespace flock {
 namespace {

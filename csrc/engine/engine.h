@@ -45,16 +45,16 @@
 #include <unordered_set>
 #include <vector>
 
-#include "common/config.h"
-#include "common/parker.h"
-#include "engine/coordinator.h"
-#include "engine/counters.h"
-#include "engine/handle_table.h"
-#include "engine/pending_request.h"
-#include "engine/timeline.h"
-#include "neighbor/neighbor_exchange.h"
-#include "ops/op_signature.h"
-#include "transport/transport.h"
+#include "flock/common/config.h"
+#include "flock/common/parker.h"
+#include "flock/engine/coordinator.h"
+#include "flock/engine/counters.h"
+#include "flock/engine/handle_table.h"
+#include "flock/engine/pending_request.h"
+#include "flock/engine/timeline.h"
+#include "flock/neighbor/neighbor_exchange.h"
+#include "flock/ops/op_signature.h"
+#include "flock/transport/transport.h"
 
 namespace flock {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "engine/engine.h"
+#include "flock/engine/engine.h"
 
 namespace flock {
 namespace {

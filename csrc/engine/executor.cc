@@ -6,9 +6,9 @@
 // reduced in one call (COMMUNICATE) and unpacked (MEMCPY_OUT_FUSION_BUFFER).
 #include <cstring>
 
-#include "common/logging.h"
-#include "engine/engine.h"
-#include "ops/collectives.h"
+#include "flock/common/logging.h"
+#include "flock/engine/engine.h"
+#include "flock/ops/collectives.h"
 
 namespace flock {
 namespace {

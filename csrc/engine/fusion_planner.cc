@@ -1,9 +1,9 @@
-#include "engine/fusion_planner.h"
+#include "flock/engine/fusion_planner.h"
 
 #include <map>
 #include <tuple>
 
-#include "common/data_type.h"
+#include "flock/common/data_type.h"
 
 namespace flock {
 

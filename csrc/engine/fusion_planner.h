@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/op_signature.h"
+#include "flock/ops/op_signature.h"
 
 namespace flock {
 

@@ -1,4 +1,4 @@
-#include "engine/handle_table.h"
+#include "flock/engine/handle_table.h"
 
 #include <algorithm>
 

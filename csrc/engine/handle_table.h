@@ -18,9 +18,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/parker.h"
-#include "common/status.h"
-#include "common/tensor_view.h"
+#include "flock/common/parker.h"
+#include "flock/common/status.h"
+#include "flock/common/tensor_view.h"
 
 namespace flock {
 

@@ -3,8 +3,8 @@
 
 #include <chrono>
 
-#include "engine/handle_table.h"
-#include "ops/op_signature.h"
+#include "flock/engine/handle_table.h"
+#include "flock/ops/op_signature.h"
 
 namespace flock {
 

@@ -1,4 +1,4 @@
-#include "engine/response_cache.h"
+#include "flock/engine/response_cache.h"
 
 #include <cstring>
 

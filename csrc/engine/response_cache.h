@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ops/op_signature.h"
+#include "flock/ops/op_signature.h"
 
 namespace flock {
 

@@ -1,4 +1,4 @@
-#include "engine/timeline.h"
+#include "flock/engine/timeline.h"
 
 #include <cerrno>
 #include <cstring>

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "common/status.h"
+#include "flock/common/status.h"
 
 namespace flock {
 

@@ -1,6 +1,6 @@
-#include "engine/wire.h"
+#include "flock/engine/wire.h"
 
-#include "engine/byte_io.h"
+#include "flock/engine/byte_io.h"
 
 namespace flock {
 namespace {

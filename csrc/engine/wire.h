@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
-#include "ops/op_signature.h"
+#include "flock/common/status.h"
+#include "flock/ops/op_signature.h"
 
 namespace flock {
 

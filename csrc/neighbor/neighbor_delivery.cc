@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/logging.h"
-#include "common/text.h"
-#include "common/weighted_kernels.h"
-#include "neighbor/neighbor_exchange.h"
+#include "flock/common/logging.h"
+#include "flock/common/text.h"
+#include "flock/common/weighted_kernels.h"
+#include "flock/neighbor/neighbor_exchange.h"
 
 namespace flock {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
-#include "common/logging.h"
-#include "common/text.h"
-#include "neighbor/neighbor_exchange.h"
+#include "flock/common/logging.h"
+#include "flock/common/text.h"
+#include "flock/neighbor/neighbor_exchange.h"
 
 namespace flock {
 

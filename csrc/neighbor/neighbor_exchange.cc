@@ -1,10 +1,10 @@
-#include "neighbor/neighbor_exchange.h"
+#include "flock/neighbor/neighbor_exchange.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "common/logging.h"
-#include "common/weighted_kernels.h"
+#include "flock/common/logging.h"
+#include "flock/common/weighted_kernels.h"
 
 namespace flock {
 namespace {

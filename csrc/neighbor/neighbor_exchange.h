@@ -45,14 +45,14 @@
 #include <unordered_set>
 #include <vector>
 
-#include "common/buffer_pool.h"
-#include "common/status.h"
-#include "engine/counters.h"
-#include "engine/pending_request.h"
-#include "engine/timeline.h"
-#include "neighbor/exchange_step.h"
-#include "neighbor/neighbor_wire.h"
-#include "transport/transport.h"
+#include "flock/common/buffer_pool.h"
+#include "flock/common/status.h"
+#include "flock/engine/counters.h"
+#include "flock/engine/pending_request.h"
+#include "flock/engine/timeline.h"
+#include "flock/neighbor/exchange_step.h"
+#include "flock/neighbor/neighbor_wire.h"
+#include "flock/transport/transport.h"
 
 namespace flock {
 

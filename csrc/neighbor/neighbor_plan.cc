@@ -1,4 +1,4 @@
-#include "neighbor/neighbor_plan.h"
+#include "flock/neighbor/neighbor_plan.h"
 
 #include <algorithm>
 #include <cmath>

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/status.h"
+#include "flock/common/status.h"
 
 namespace flock {
 

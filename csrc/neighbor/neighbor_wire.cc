@@ -1,6 +1,6 @@
-#include "neighbor/neighbor_wire.h"
+#include "flock/neighbor/neighbor_wire.h"
 
-#include "engine/byte_io.h"
+#include "flock/engine/byte_io.h"
 
 namespace flock {
 namespace {

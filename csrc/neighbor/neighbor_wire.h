@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "common/data_type.h"
-#include "common/status.h"
+#include "flock/common/data_type.h"
+#include "flock/common/status.h"
 
 namespace flock {
 

@@ -1,4 +1,4 @@
-#include "neighbor/op_steps.h"
+#include "flock/neighbor/op_steps.h"
 
 namespace flock {
 

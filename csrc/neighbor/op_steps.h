@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "neighbor/exchange_step.h"
-#include "neighbor/neighbor_plan.h"
+#include "flock/neighbor/exchange_step.h"
+#include "flock/neighbor/neighbor_plan.h"
 
 namespace flock {
 

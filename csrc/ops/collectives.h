@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "common/reduce_kernels.h"
-#include "common/status.h"
-#include "common/tensor_view.h"
-#include "transport/transport.h"
+#include "flock/common/reduce_kernels.h"
+#include "flock/common/status.h"
+#include "flock/common/tensor_view.h"
+#include "flock/transport/transport.h"
 
 namespace flock {
 

@@ -1,4 +1,4 @@
-#include "ops/op_signature.h"
+#include "flock/ops/op_signature.h"
 
 #include <sstream>
 

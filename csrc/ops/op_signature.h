@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "common/reduce_kernels.h"
-#include "common/status.h"
-#include "common/tensor_view.h"
-#include "neighbor/exchange_step.h"
-#include "transport/transport.h"
+#include "flock/common/reduce_kernels.h"
+#include "flock/common/status.h"
+#include "flock/common/tensor_view.h"
+#include "flock/neighbor/exchange_step.h"
+#include "flock/transport/transport.h"
 
 namespace flock {
 

@@ -1,9 +1,9 @@
-#include "runtime/neighbor_requests.h"
+#include "flock/runtime/neighbor_requests.h"
 
 #include <memory>
 #include <string>
 
-#include "neighbor/op_steps.h"
+#include "flock/neighbor/op_steps.h"
 
 namespace flock {
 namespace {

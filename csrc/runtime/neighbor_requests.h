@@ -12,9 +12,9 @@
 #include <optional>
 #include <vector>
 
-#include "neighbor/neighbor_plan.h"
-#include "ops/op_signature.h"
-#include "runtime/runtime.h"
+#include "flock/neighbor/neighbor_plan.h"
+#include "flock/ops/op_signature.h"
+#include "flock/runtime/runtime.h"
 
 namespace flock {
 

@@ -1,10 +1,10 @@
-#include "runtime/runtime.h"
+#include "flock/runtime/runtime.h"
 
 #include <vector>
 
-#include "common/logging.h"
-#include "common/malloc_tuning.h"
-#include "transport/registry.h"
+#include "flock/common/logging.h"
+#include "flock/common/malloc_tuning.h"
+#include "flock/transport/registry.h"
 
 namespace flock {
 

@@ -8,10 +8,10 @@
 #include <mutex>
 #include <string>
 
-#include "common/config.h"
-#include "common/status.h"
-#include "engine/engine.h"
-#include "transport/transport.h"
+#include "flock/common/config.h"
+#include "flock/common/status.h"
+#include "flock/engine/engine.h"
+#include "flock/transport/transport.h"
 
 namespace flock {
 

@@ -1,7 +1,7 @@
-#include "transport/registry.h"
+#include "flock/transport/registry.h"
 
-#include "common/build_config.h"
-#include "transport/mpi/mpi_transport.h"
+#include "flock/common/build_config.h"
+#include "flock/transport/mpi/mpi_transport.h"
 
 namespace flock {
 

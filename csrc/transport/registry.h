@@ -3,8 +3,8 @@
 
 #include <memory>
 
-#include "common/config.h"
-#include "transport/transport.h"
+#include "flock/common/config.h"
+#include "flock/transport/transport.h"
 
 namespace flock {
 

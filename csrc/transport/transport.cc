@@ -1,4 +1,4 @@
-#include "transport/transport.h"
+#include "flock/transport/transport.h"
 
 namespace flock {
 

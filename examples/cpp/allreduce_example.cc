@@ -2,9 +2,9 @@
 // prints the average. Run: mpirun -np 4 build/examples/cpp/allreduce_example
 #include <cstdio>
 
-#include "ops/collectives.h"
-#include "runtime/runtime.h"
-#include "transport/registry.h"
+#include "flock/ops/collectives.h"
+#include "flock/runtime/runtime.h"
+#include "flock/transport/registry.h"
 
 int main() {
   auto config = flock::Config::FromEnvironment();

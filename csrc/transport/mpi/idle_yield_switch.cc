@@ -1,4 +1,4 @@
-#include "transport/mpi/idle_yield_switch.h"
+#include "flock/transport/mpi/idle_yield_switch.h"
 
 #include <dlfcn.h>
 

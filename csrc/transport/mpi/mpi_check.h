@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "common/status.h"
+#include "flock/common/status.h"
 
 namespace flock {
 

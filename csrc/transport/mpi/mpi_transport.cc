@@ -1,10 +1,10 @@
-#include "transport/mpi/mpi_transport.h"
+#include "flock/transport/mpi/mpi_transport.h"
 
 #include <algorithm>
 #include <climits>
 
-#include "common/logging.h"
-#include "transport/mpi/mpi_check.h"
+#include "flock/common/logging.h"
+#include "flock/transport/mpi/mpi_check.h"
 
 namespace flock {
 namespace {

@@ -15,9 +15,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/mpi/idle_yield_switch.h"
-#include "transport/mpi/mpi_types.h"
-#include "transport/transport.h"
+#include "flock/transport/mpi/idle_yield_switch.h"
+#include "flock/transport/mpi/mpi_types.h"
+#include "flock/transport/transport.h"
 
 namespace flock {
 

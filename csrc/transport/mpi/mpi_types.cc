@@ -1,6 +1,6 @@
-#include "transport/mpi/mpi_types.h"
+#include "flock/transport/mpi/mpi_types.h"
 
-#include "transport/mpi/mpi_check.h"
+#include "flock/transport/mpi/mpi_check.h"
 
 namespace flock {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <mpi.h>
 
-#include "common/data_type.h"
-#include "common/reduce_kernels.h"
-#include "common/status.h"
+#include "flock/common/data_type.h"
+#include "flock/common/reduce_kernels.h"
+#include "flock/common/status.h"
 
 namespace flock {
 

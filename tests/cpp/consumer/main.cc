@@ -1,10 +1,10 @@
 // Allreduces each rank's number through an installed flock and checks the sum.
 #include <cstdio>
 
-#include "flock/topology/generators.h"
-#include "ops/collectives.h"
-#include "runtime/runtime.h"
-#include "transport/registry.h"
+#include <flock/ops/collectives.h>
+#include <flock/runtime/runtime.h>
+#include <flock/topology/generators.h>
+#include <flock/transport/registry.h>
 
 int main() {
   auto config = flock::Config::FromEnvironment();

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "common/half.h"
-#include "ops/collectives.h"
+#include "flock/common/half.h"
+#include "flock/ops/collectives.h"
 #include "tests_runtime.h"
 
 namespace flock::testing {

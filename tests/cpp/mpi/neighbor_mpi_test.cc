@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../support/engine_requests.h"
-#include "runtime/neighbor_requests.h"
+#include "flock/runtime/neighbor_requests.h"
 #include "tests_runtime.h"
 
 namespace flock::testing {

@@ -3,13 +3,15 @@
 
 #include <memory>
 
-#include "runtime/runtime.h"
-#include "transport/registry.h"
+#include "flock/runtime/runtime.h"
+#include "flock/transport/registry.h"
 
 namespace flock::testing {
 
 std::unique_ptr<Runtime>& SharedRuntime();
 
-inline Transport& World() { return SharedRuntime()->transport(); }
+inline Transport& World() {
+  return SharedRuntime()->transport();
+}
 
 }  // namespace flock::testing

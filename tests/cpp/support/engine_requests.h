@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
+#include "flock/engine/engine.h"
 
 namespace flock::testing {
 

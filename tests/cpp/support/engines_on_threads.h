@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/engine.h"
+#include "flock/engine/engine.h"
 #include "thread_transport.h"
 
 namespace flock::testing {

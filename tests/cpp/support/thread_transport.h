@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/transport.h"
+#include "flock/transport/transport.h"
 
 namespace flock::testing {
 

@@ -1,6 +1,6 @@
 // BufferPool: blocks come back for reuse (no fresh pages), best fit within 2x,
 // the free-bytes cap, and move-only buffers that return themselves.
-#include "common/buffer_pool.h"
+#include "flock/common/buffer_pool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-#include "common/data_type.h"
+#include "flock/common/data_type.h"
 
 #include <gtest/gtest.h>
 
-#include "common/tensor_view.h"
+#include "flock/common/tensor_view.h"
 
 namespace flock {
 namespace {

@@ -2,11 +2,11 @@
 // response cache, coordinator decisions, timeline file names.
 #include <gtest/gtest.h>
 
-#include "engine/coordinator.h"
-#include "engine/fusion_planner.h"
-#include "engine/response_cache.h"
-#include "engine/timeline.h"
-#include "engine/wire.h"
+#include "flock/engine/coordinator.h"
+#include "flock/engine/fusion_planner.h"
+#include "flock/engine/response_cache.h"
+#include "flock/engine/timeline.h"
+#include "flock/engine/wire.h"
 
 namespace flock {
 namespace {

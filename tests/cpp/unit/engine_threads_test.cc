@@ -11,7 +11,7 @@
 
 #include "../support/engine_requests.h"
 #include "../support/engines_on_threads.h"
-#include "engine/engine.h"
+#include "flock/engine/engine.h"
 
 namespace flock {
 namespace {

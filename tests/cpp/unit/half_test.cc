@@ -1,6 +1,6 @@
 // float16/bfloat16 conversions against independent references: the compiler's
 // own _Float16 arithmetic type, and the nearest-representable definition.
-#include "common/half.h"
+#include "flock/common/half.h"
 
 #include <gtest/gtest.h>
 

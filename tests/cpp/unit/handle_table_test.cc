@@ -1,6 +1,6 @@
 // HandleTable: completion hands results back, and the engine can tell when a
 // thread is blocked on an unfinished handle.
-#include "engine/handle_table.h"
+#include "flock/engine/handle_table.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // IdleYieldSwitch against a fake of OpenMPI's setter: yielding is off only
 // inside polling passes, back on for blocking calls, and never touched when
 // it was not configured.
-#include "transport/mpi/idle_yield_switch.h"
+#include "flock/transport/mpi/idle_yield_switch.h"
 
 #include <gtest/gtest.h>
 

@@ -2,10 +2,10 @@
 // argument form, the errors for bad ones, and the slices of the hierarchical op.
 #include <gtest/gtest.h>
 
+#include "flock/neighbor/neighbor_plan.h"
+#include "flock/neighbor/op_steps.h"
 #include "flock/topology/generators.h"
 #include "flock/topology/graph.h"
-#include "neighbor/neighbor_plan.h"
-#include "neighbor/op_steps.h"
 
 namespace flock {
 namespace {

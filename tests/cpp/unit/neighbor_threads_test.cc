@@ -11,8 +11,8 @@
 
 #include "../support/engine_requests.h"
 #include "../support/engines_on_threads.h"
-#include "engine/engine.h"
-#include "neighbor/op_steps.h"
+#include "flock/engine/engine.h"
+#include "flock/neighbor/op_steps.h"
 
 namespace flock {
 namespace {

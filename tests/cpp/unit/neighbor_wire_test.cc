@@ -4,9 +4,9 @@
 
 #include <memory>
 
-#include "common/half.h"
-#include "common/weighted_kernels.h"
-#include "neighbor/neighbor_wire.h"
+#include "flock/common/half.h"
+#include "flock/common/weighted_kernels.h"
+#include "flock/neighbor/neighbor_wire.h"
 
 namespace flock {
 namespace {

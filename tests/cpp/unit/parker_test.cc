@@ -1,5 +1,5 @@
 // Parker: a kept wake-up, timeouts, and no wake-up lost between a check and a park.
-#include "common/parker.h"
+#include "flock/common/parker.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // Every dtype x op of the kernels against plain scalar loops written here,
 // and the scaled add against double-precision arithmetic.
-#include "common/reduce_kernels.h"
+#include "flock/common/reduce_kernels.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
-#include "common/half.h"
+#include "flock/common/half.h"
 
 namespace flock {
 namespace {
