@@ -203,6 +203,35 @@ def test_stop_ends_what_a_killed_start_left(tmp_path):
         kill_leftovers(ipython_dir)
 
 
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("failure", ["mpirun fails", "engines never register"])
+def test_a_failed_start_ends_what_it_started(failure, tmp_path, monkeypatch, capsys):
+    """start's clean-up: an mpirun that exits at once, engines that never register."""
+    from flockrun import interactive, interactive_commands
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOCK_")}
+    env["IPYTHONDIR"] = str(tmp_path)
+    args = ["start", "-np", "2", "--timeout", "6"]
+    if failure == "mpirun fails":
+        args += ["--mpi-args", "--no-such-mpirun-option"]
+        expected = "mpirun (the engines) exited with status"
+    else:  # each rank just sleeps: alive, but never an engine
+        monkeypatch.setattr(interactive_commands, "engine_command",
+                            lambda python, profile: [python, "-c", "import time\n"
+                                                     "time.sleep(60)"])
+        expected = "registered in time"
+    began = time.monotonic()
+    try:
+        assert interactive.main(args, environ=env) == 1
+        assert expected in capsys.readouterr().err
+        assert not processes_marked_with(str(tmp_path))
+        profile = tmp_path / "profile_flock"
+        assert not (profile / "pid" / "flock-interactive.json").exists()
+        assert not (profile / "security" / "ipcontroller-client.json").exists()
+        assert time.monotonic() - began < 30
+    finally:
+        kill_leftovers(str(tmp_path))
+
+
 def _read(path):
     try:
         return path.read_text()
