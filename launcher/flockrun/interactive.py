@@ -12,6 +12,7 @@ message says why), 2 a usage error, 130 interrupted. See docs/running.md.
 
 import argparse
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -119,7 +120,7 @@ def run_start(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.dry_run or args.verbose:
         stream = sys.stdout if args.dry_run else sys.stderr
         for argv in (commands.controller, commands.engines):
-            print(" ".join(argv), file=stream, flush=True)
+            print(shlex.join(argv), file=stream, flush=True)
         if args.dry_run:
             return 0
     began = time.monotonic()
@@ -152,7 +153,10 @@ def main(argv: Optional[Sequence[str]] = None,
     argv = sys.argv[1:] if argv is None else list(argv)
     environ = dict(os.environ) if environ is None else dict(environ)
     args = make_parser().parse_args(glue_values(argv))  # exits 2 on a usage error
-    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
     try:
         if args.action == "start":
             return run_start(args, environ)
@@ -171,7 +175,8 @@ def main(argv: Optional[Sequence[str]] = None,
         print(f"{PROG}: interrupted{ended}", file=sys.stderr)
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -75,15 +75,16 @@ def end_cluster(record: ClusterRecord, profile: Profile, *, graceful: bool,
     if graceful and record.ready and record.controller is not None \
             and is_alive(record.controller):
         _shut_down_engines(record, profile, out)
-    parts = cluster_processes(record)
+    killed: Set[ProcessId] = set()
     if record.mpirun is not None and is_alive(record.mpirun):
         # mpirun first: on SIGTERM it ends its ranks, on other hosts too.
-        end_processes([{record.mpirun}], GRACE_SECONDS)
-        parts = cluster_processes(record)
+        killed |= end_processes([{record.mpirun}], GRACE_SECONDS)["killed"]
+    parts = cluster_processes(record)
     result = end_processes([parts["engines"], parts["controller"]], GRACE_SECONDS)
-    if result["killed"]:
-        out(f"killed {len(result['killed'])} process(es) that ignored SIGTERM: "
-            + " ".join(str(p.pid) for p in sorted(result["killed"])))
+    killed |= result["killed"]
+    if killed:
+        out(f"killed {len(killed)} process(es) that ignored SIGTERM: "
+            + " ".join(str(p.pid) for p in sorted(killed)))
     return result["left"]
 
 
