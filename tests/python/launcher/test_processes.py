@@ -23,12 +23,15 @@ import os, signal, sys, time
 if sys.argv[1] == "ignore":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 def child(leave):
+    ready, tell = os.pipe()
     pid = os.fork()
     if pid == 0:
         if leave:
             os.setsid()
+        os.write(tell, b"x")  # the parent reports the pid only once this is done
         time.sleep(60)
         os._exit(0)
+    os.read(ready, 1)
     return pid
 print(child(False), child(True), flush=True)
 time.sleep(60)
