@@ -8,10 +8,6 @@ the machine, running the process) stay thin:
 - ``machine``  reads facts about this machine (cores, host names)
 - ``command``  the pure builder: options + facts -> mpirun argv
 - ``cli``      argparse, error reporting, running mpirun, signal forwarding
-
-``flock-interactive`` (``interactive`` and its ``interactive_*`` modules, with
-``processes``) runs an ipyparallel cluster whose engines are started by the
-same builder; ipyparallel is imported only there.
 """
 
 from flockrun.command import LaunchOptions, build_mpirun_argv
