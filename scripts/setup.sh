@@ -19,8 +19,9 @@ packages=(
   libdlpack-dev nlohmann-json3-dev
   python3-numpy python3-torch python3-pytest python3-pytest-timeout python3-networkx python3-sklearn
   python3-matplotlib python3-tqdm python3-mpi4py python3-torchvision
-  python3-ipyparallel python3-ipykernel python3-nbclient python3-nbformat
   iproute2 procps
+  # flock-interactive (notebooks, %%px) and the test that runs the example notebook
+  python3-ipyparallel python3-ipykernel python3-nbclient python3-nbformat
 )
 missing=()
 for p in "${packages[@]}"; do
