@@ -5,7 +5,8 @@
 #   1. Debian packages (compilers, OpenMPI, pybind11, Eigen, GoogleTest, torch, ...)
 #   2. a venv at .venv from /usr/bin/python3 that sees Debian's Python packages
 #   3. the CMake build in build/ (library, extension, C++ tests, examples)
-#   4. flock installed into the venv (pip, no download), with the `flockrun` command
+#   4. flock installed into the venv (pip, no download), with the `flockrun` and
+#      `flock-interactive` commands
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -19,6 +20,8 @@ packages=(
   python3-numpy python3-torch python3-pytest python3-pytest-timeout python3-networkx python3-sklearn
   python3-matplotlib python3-tqdm python3-mpi4py python3-torchvision
   iproute2 procps
+  # flock-interactive (notebooks, %%px) and the test that runs the example notebook
+  python3-ipyparallel python3-ipykernel python3-nbclient python3-nbformat
 )
 missing=()
 for p in "${packages[@]}"; do
