@@ -31,10 +31,10 @@ def init(topology_fn=None, is_weighted=False):
     say) goes back to the default graph, whatever ``set_topology`` set before.
     """
     global _atexit_registered
-    core.init()
-    if not _atexit_registered:
+    if not _atexit_registered:  # before core.init: a failed init may have started MPI
         atexit.register(_at_exit)
         _atexit_registered = True
+    core.init()
     _install_failure_hooks()
     from flock import _topology_runtime
     _topology_runtime.set_initial_topology(topology_fn, is_weighted)
