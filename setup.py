@@ -59,7 +59,8 @@ setup(
               "flockrun"],
     ext_modules=[CMakeExtension("flock._core")],
     cmdclass={"build_ext": CMakeBuild},
-    entry_points={"console_scripts": ["flockrun = flockrun.cli:main"]},
+    entry_points={"console_scripts": ["flockrun = flockrun.cli:main",
+                                      "flock-timeline = flock.timeline_merge:main"]},
     python_requires=">=3.9",
     install_requires=["numpy"],
     # networkx is optional: flock.topology converts to and from networkx graphs when it is there.
