@@ -242,9 +242,10 @@ def check_before_start(options: LaunchOptions, environ: Mapping[str, str],
 def run_with_relay(argv: List[str], environ: Mapping[str, str], plan: OutputPlan,
                    verbose: bool, num_proc: int) -> int:
     """Run mpirun with its output relayed; print the closing summary; its status."""
-    relay = OutputRelay(StreamWriter(), tag_output=plan.tag_lines, verbose=verbose,
+    writer = StreamWriter()
+    relay = OutputRelay(writer, tag_output=plan.tag_lines, verbose=verbose,
                         show_map=plan.show_map)
-    status, stopped_by = run_relayed(argv, environ, relay)
+    status, stopped_by = run_relayed(argv, environ, relay, writer.flush)
     messages = relay.messages
     failure = relay.failure
     host = None

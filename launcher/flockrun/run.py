@@ -78,9 +78,9 @@ def run_passthrough(argv: List[str], environ: Mapping[str, str]) -> int:
         _restore_handlers(previous)
 
 
-def run_relayed(argv: List[str], environ: Mapping[str, str],
-                relay: OutputRelay) -> Tuple[int, Optional[int]]:
-    """Run argv with its output going through relay.
+def run_relayed(argv: List[str], environ: Mapping[str, str], relay: OutputRelay,
+                flush: Callable[[], None] = lambda: None) -> Tuple[int, Optional[int]]:
+    """Run argv with its output going through relay; flush after each round of reads.
 
     Returns (exit status, the first signal flockrun forwarded, or None).
     """
@@ -89,14 +89,14 @@ def run_relayed(argv: List[str], environ: Mapping[str, str],
     try:
         proc = forwarder.start(argv, environ, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
-        _pump(proc, relay)
+        _pump(proc, relay, flush)
         status = _shell_status(proc.wait())
     finally:
         _restore_handlers(previous)
     return status, (forwarder.received[0] if forwarder.received else None)
 
 
-def _pump(proc: subprocess.Popen, relay: OutputRelay) -> None:
+def _pump(proc: subprocess.Popen, relay: OutputRelay, flush: Callable[[], None]) -> None:
     """Feed proc's stdout and stderr to relay until both end (or mpirun is gone)."""
     selector = selectors.DefaultSelector()
     for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
@@ -115,6 +115,7 @@ def _pump(proc: subprocess.Popen, relay: OutputRelay) -> None:
                 relay.feed(key.data, data, time.monotonic())
             now = time.monotonic()
             relay.tick(now)
+            flush()
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
             if exited_at is not None and now - exited_at > DRAIN_AFTER_EXIT_S:
@@ -122,6 +123,7 @@ def _pump(proc: subprocess.Popen, relay: OutputRelay) -> None:
     finally:
         selector.close()
         relay.finish()
+        flush()
         proc.stdout.close()
         proc.stderr.close()
 
@@ -135,22 +137,29 @@ def _read(pipe) -> Optional[bytes]:
 
 
 class StreamWriter:
-    """write(stream, bytes) to flockrun's own stdout/stderr, at once.
+    """write(stream, bytes) into a buffer; flush() sends it to flockrun's stdout/stderr.
 
     A stream the reader closed (``flockrun ... | head``) is dropped quietly; the job
     goes on.
     """
 
     def __init__(self) -> None:
+        self._pending: Dict[str, List[bytes]] = {"stdout": [], "stderr": []}
         self._broken = set()
 
     def __call__(self, stream: str, data: bytes) -> None:
-        if stream in self._broken:
-            return
-        target = sys.stdout if stream == "stdout" else sys.stderr
-        try:
-            target.flush()  # flockrun's own text first
-            target.buffer.write(data)
-            target.buffer.flush()
-        except (BrokenPipeError, ValueError):
-            self._broken.add(stream)
+        if stream not in self._broken:
+            self._pending[stream].append(data)
+
+    def flush(self) -> None:
+        for stream, pieces in self._pending.items():
+            if not pieces:
+                continue
+            self._pending[stream] = []
+            target = sys.stdout if stream == "stdout" else sys.stderr
+            try:
+                target.flush()  # flockrun's own text first
+                target.buffer.write(b"".join(pieces))
+                target.buffer.flush()
+            except (BrokenPipeError, ValueError):
+                self._broken.add(stream)
