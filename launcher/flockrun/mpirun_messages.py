@@ -44,8 +44,7 @@ _NOTE_RES = (
     re.compile(r"^\d+ total process(es)? failed to start$"),
     # A race in OpenMPI 4.1 while an aborting rank's report is sent; the job
     # ends as reported anyway.
-    re.compile(r"ORTE_ERROR_LOG: Data unpack would read past end of buffer in file "
-               r"\S*show_help\.c"),
+    re.compile(r"ORTE_ERROR_LOG: .* in file \S*show_help\.c at line \d+$"),
 )
 
 _MAP_START_RE = re.compile(r"^\s*Data for JOB \[")

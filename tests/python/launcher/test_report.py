@@ -129,6 +129,13 @@ def test_launch_failures_are_read_and_hidden(text, launch):
     assert messages.launch_failure == launch and shown == []
 
 
+@pytest.mark.parametrize("race", ["Data unpack would read past end of buffer", "Out of resource"])
+def test_openmpis_show_help_race_while_aborting_is_hidden(race):
+    line = f"[vm:29475] [[8157,0],0] ORTE_ERROR_LOG: {race} in file ../../../orte/util/" \
+           "show_help.c at line 501"
+    assert read(line + "\nsomething else\n")[1] == ["something else"]
+
+
 def test_an_unclosed_box_is_shown_at_the_end():
     messages, shown = read(f"{EDGE}\nsomething unexpected\n")
     assert shown == [EDGE, "something unexpected"] and messages.failure is None
