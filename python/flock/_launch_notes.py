@@ -6,8 +6,8 @@ Two one-line notes, kept here so that basics.py stays about starting and stoppin
   it says so once on stderr with the flockrun command that would start N ranks, unless
   ``FLOCK_QUIET`` is set (read here, in Python, not by the C++ settings table);
 - a rank that mpirun terminates because another rank failed prints one fixed line instead of
-  a traceback. flockrun recognizes that line (``TERMINATED_LINE_PATTERN`` in
-  launcher/flockrun/mpirun_output.py must match it) and leaves it out of its summary.
+  a traceback. flockrun recognizes that line (``TERMINATED_LINE_RE`` in
+  launcher/flockrun/relay.py must match it) and leaves it out of its summary.
 """
 
 import os

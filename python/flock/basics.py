@@ -129,6 +129,8 @@ def _in_multi_rank_job():
     return core.is_initialized() and core.size() > 1
 
 
+# flockrun reads the two "ending every rank of the job" lines below (ENDING_JOB_RE in
+# launcher/flockrun/relay.py): keep their wording in step.
 def _abort_job_on_uncaught_exception(kind, value, traceback):
     signum = getattr(value, "flock_termination_signal", None)
     if signum is not None and _in_multi_rank_job():
