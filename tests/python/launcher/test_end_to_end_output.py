@@ -181,3 +181,12 @@ def test_interrupted_job_says_so_and_exits_128_plus_the_signal(launcher_env):
             stop_session(proc)
     assert proc.returncode == 130
     assert err.splitlines() == ["flockrun: stopped by SIGINT; mpirun ended the ranks"]
+
+
+def test_users_own_output_format_gets_mpiruns_output_untouched(launcher_env):
+    code, out, err = flockrun(["-np", "2", "--mpi-args", "--tag-output", sys.executable, "-c",
+                               FAILS_ON_RANK_1.format(how="sys.exit(3)")], launcher_env)
+    assert code == 3
+    assert "[1,1]<stdout>:rank 1 working" in out.splitlines()  # mpirun's own tags
+    assert "mpirun detected that one or more processes exited with non-zero status" in err
+    assert "flockrun:" not in err
