@@ -89,7 +89,12 @@ def run_relayed(argv: List[str], environ: Mapping[str, str], relay: OutputRelay,
     try:
         proc = forwarder.start(argv, environ, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
-        _pump(proc, relay, flush)
+        try:
+            _pump(proc, relay, flush)
+        except BaseException:
+            proc.terminate()  # mpirun stops its ranks; none is left behind without output
+            proc.wait()
+            raise
         status = _shell_status(proc.wait())
     finally:
         _restore_handlers(previous)
