@@ -253,7 +253,7 @@ def run_with_relay(argv: List[str], environ: Mapping[str, str], plan: OutputPlan
         host = failure.host or messages.hosts.get(failure.rank)
     last = relay.last_lines(failure.rank) if failure is not None else []
     for line in closing_lines(status, failure, messages.launch_failure, stopped_by, host,
-                              num_proc, last):
+                              num_proc, last, messages.some_rank_failed):
         print(line, file=sys.stderr, flush=True)
     return exit_status(status, failure, messages.launch_failure, stopped_by)
 

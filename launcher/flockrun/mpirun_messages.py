@@ -34,9 +34,11 @@ _NOT_EXECUTABLE_RE = re.compile(r"could not access or execute an executable: "
                                 r"Executable: (\S+) Node: (\S+)")
 _EXECVE_RE = re.compile(r"via the \"execve\" system call but failed.* Local host: (\S+) "
                         r".* Application name: (\S+) Error: (.+)$")
+# "Some rank failed": usually followed by a box naming it, but not when the rank
+# ended before mpirun had started every rank (then this is all mpirun says).
+_SOME_RANK_FAILED_RE = re.compile(r"Primary job terminated normally, but")
 # Boxes that only restate a failure reported by another box.
-_RESTATING_RE = re.compile(r"Primary job terminated normally, but|"
-                           r"unable to start the specified application as it "
+_RESTATING_RE = re.compile(r"unable to start the specified application as it "
                            r"encountered an error")
 _NOTE_RES = (
     re.compile(r"^\[[^\]]*\] \d+ more process(es)? ha(s|ve) sent help message"),
@@ -87,6 +89,7 @@ class MpirunMessages:
         self.show_map = show_map
         self.hosts: Dict[int, str] = {}
         self.launch_failure: Optional[LaunchFailure] = None
+        self.some_rank_failed = False  # mpirun said so, maybe without naming it
         self._failures: List[RankFailure] = []
         self._box: Optional[List[str]] = None
         self._in_map = False
@@ -141,6 +144,9 @@ class MpirunMessages:
         launch = _launch_failure_in(text)
         if launch is not None:
             self.launch_failure = self.launch_failure or launch
+            return True
+        if _SOME_RANK_FAILED_RE.search(text):
+            self.some_rank_failed = True
             return True
         return bool(_RESTATING_RE.search(text))
 

@@ -77,7 +77,7 @@ def exit_status(mpirun_status: int, failure: Optional[RankFailure],
 def closing_lines(mpirun_status: int, failure: Optional[RankFailure],
                   launch: Optional[LaunchFailure], stopped_by: Optional[int],
                   host: Optional[str], num_proc: int,
-                  last_lines: Sequence[str]) -> List[str]:
+                  last_lines: Sequence[str], some_rank_failed: bool = False) -> List[str]:
     """Everything flockrun says after the job, given what happened (may be nothing)."""
     if stopped_by is not None:
         return [f"flockrun: stopped by {signal_name(stopped_by)}; mpirun ended the ranks"]
@@ -85,6 +85,10 @@ def closing_lines(mpirun_status: int, failure: Optional[RankFailure],
         return [launch_failure_line(launch)]
     if failure is not None:
         return failure_summary(failure, host, num_proc, last_lines)
+    if some_rank_failed and mpirun_status != 0:
+        return [f"flockrun: a rank exited with status {mpirun_status} (mpirun did not say "
+                "which: it does not when a rank ends before all have started); mpirun "
+                "stopped the other ranks"]
     if mpirun_status != 0:
         return [f"flockrun: mpirun exited with status {mpirun_status}"]
     return []

@@ -70,11 +70,19 @@ def test_lines_of_four_ranks_never_interleave(launcher_env, how):
     check_whole_lines(err, "stderr", 4, lines, tagged=how != "untagged")
 
 
+# Rank 1 fails once every rank runs: mpirun names a rank that fails earlier only
+# by its status (test_report.py covers that message).
 FAILS_ON_RANK_1 = """
 import os, signal, sys, time
-rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+rank, size = int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"])
+started = os.environ["STARTED_DIR"]  # an empty directory; each rank adds a file
+open(os.path.join(started, str(rank)), "w").close()
 print("rank %d working" % rank, flush=True)
 if rank == 1:
+    deadline = time.time() + 20
+    while len(os.listdir(started)) < size and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
     print("about to fail", file=sys.stderr, flush=True)
     {how}
 time.sleep(60)
@@ -85,8 +93,9 @@ time.sleep(60)
     ("sys.exit(3)", 3, "exited with status 3"),
     ("os.kill(os.getpid(), signal.SIGKILL)", 137, "was killed by signal 9 (SIGKILL)"),
 ], ids=["exit-3", "sigkill"])
-def test_a_failed_rank_gets_one_summary_instead_of_mpiruns_boxes(launcher_env, how, status,
-                                                                  words):
+def test_a_failed_rank_gets_one_summary_instead_of_mpiruns_boxes(launcher_env, tmp_path, how,
+                                                                  status, words):
+    launcher_env["STARTED_DIR"] = str(tmp_path)
     code, out, err = flockrun(
         ["-np", "3", sys.executable, "-c", FAILS_ON_RANK_1.format(how=how)], launcher_env)
     assert code == status, err
@@ -101,7 +110,8 @@ def test_a_failed_rank_gets_one_summary_instead_of_mpiruns_boxes(launcher_env, h
     assert sorted(lines[3:]) == ["    about to fail", "    rank 1 working"]
 
 
-def test_verbose_shows_mpiruns_own_report_too(launcher_env):
+def test_verbose_shows_mpiruns_own_report_too(launcher_env, tmp_path):
+    launcher_env["STARTED_DIR"] = str(tmp_path)
     code, out, err = flockrun(["-np", "2", "--verbose", sys.executable, "-c",
                                FAILS_ON_RANK_1.format(how="sys.exit(3)")], launcher_env)
     assert code == 3
@@ -183,10 +193,11 @@ def test_interrupted_job_says_so_and_exits_128_plus_the_signal(launcher_env):
     assert err.splitlines() == ["flockrun: stopped by SIGINT; mpirun ended the ranks"]
 
 
-def test_users_own_output_format_gets_mpiruns_output_untouched(launcher_env):
+def test_users_own_output_format_gets_mpiruns_output_untouched(launcher_env, tmp_path):
+    launcher_env["STARTED_DIR"] = str(tmp_path)
     code, out, err = flockrun(["-np", "2", "--mpi-args", "--tag-output", sys.executable, "-c",
                                FAILS_ON_RANK_1.format(how="sys.exit(3)")], launcher_env)
     assert code == 3
-    assert "[1,1]<stdout>:rank 1 working" in out.splitlines()  # mpirun's own tags
+    assert "[1,1]<stdout>:rank 1 working" in out  # mpirun's own tags (which may cut lines)
     assert "mpirun detected that one or more processes exited with non-zero status" in err
     assert "flockrun:" not in err

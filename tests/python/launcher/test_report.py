@@ -136,6 +136,15 @@ def test_openmpis_show_help_race_while_aborting_is_hidden(race):
     assert read(line + "\nsomething else\n")[1] == ["something else"]
 
 
+def test_a_failure_mpirun_does_not_attribute_is_still_noticed():
+    # What mpirun 4.1 says when a rank exits non-zero before every rank has started.
+    messages, shown = read(PRIMARY)
+    assert messages.failure is None and messages.some_rank_failed and shown == []
+    assert closing_lines(3, None, None, None, None, 6, [], some_rank_failed=True) == [
+        "flockrun: a rank exited with status 3 (mpirun did not say which: it does not when a "
+        "rank ends before all have started); mpirun stopped the other ranks"]
+
+
 def test_an_unclosed_box_is_shown_at_the_end():
     messages, shown = read(f"{EDGE}\nsomething unexpected\n")
     assert shown == [EDGE, "something unexpected"] and messages.failure is None
