@@ -1,39 +1,46 @@
 """The ``flockrun`` command: parse arguments, build the mpirun argv, run it.
 
 Everything that decides *what* to run lives in ``command`` (pure); this
-module only gathers inputs (argv, environment, machine facts), reports
-errors as ``flockrun: error: ...`` with exit status 2, and runs mpirun
-without a shell, forwarding SIGINT/SIGTERM and returning its exit status.
+module gathers inputs (argv, environment, machine facts), checks the program
+and the hosts before mpirun starts (program.py, hostcheck.py), reports errors
+as ``flockrun: error: ...`` (exit status 2, or 126/127 for the program), runs
+mpirun (run.py) and says how the job ended (report.py).
 """
 
 import argparse
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
-from flockrun.command import LaunchOptions, build_mpirun_argv
+from flockrun.command import (NETWORK_INTERFACE_VARIABLE, RSH_AGENT_VARIABLE,
+                              TAG_OUTPUT_VARIABLE, LaunchOptions, OutputPlan,
+                              build_mpirun_argv, output_plan, split_mpi_args)
 from flockrun.errors import LaunchError
-from flockrun.hosts import read_hostfile
+from flockrun.hostcheck import check_hosts, launch_agent
+from flockrun.hosts import Host, parse_host_spec, read_hostfile
 from flockrun.machine import local_core_count, local_hostnames
+from flockrun.program import check_program
+from flockrun.relay import OutputRelay
+from flockrun.report import closing_lines, exit_status
+from flockrun.run import StreamWriter, run_passthrough, run_relayed
 
 # Options that take a value. The value is glued on as "--opt=value" before
 # argparse sees it, so that a value starting with "-" (as in
-# --mpi-args "--tag-output") is not mistaken for an option.
+# --mpi-args "--bind-to core") is not mistaken for an option.
 VALUE_OPTIONS = ("-np", "-n", "--num-proc", "-H", "--host", "--hostfile",
                  "-x", "--mpi-args", "--timeline-filename",
                  "--network-interface", "--rsh-agent")
 
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
 USAGE = """flockrun -np N [-H HOST[:SLOTS],... | --hostfile FILE]
                 [-x VAR[=value]]... [--mpi-args ARGS]
                 [--network-interface IFACES]... [--rsh-agent COMMAND]
-                [--timeline-filename PATH] [--verbose] [--dry-run]
-                command [args...]"""
+                [--tag-output] [--timeline-filename PATH] [--no-host-check]
+                [--verbose] [--dry-run]
+                command [args...]
+       flockrun --version | --help-env | --help"""
 
 EPILOG = """\
 everything from the first non-option word on is the program and its own
@@ -41,16 +48,28 @@ arguments, passed untouched ("--" also ends flockrun's options).
 
 examples:
   flockrun -np 4 python train.py --lr 0.1
+  flockrun -np 4 --tag-output python train.py   # lines start with [RANK]<stdout>:
   flockrun -np 8 -H node1:4,node2:4 python train.py
   flockrun -np 8 -H node1:4,node2:4 --network-interface eth1 python train.py
-  flockrun -np 2 -x OMP_NUM_THREADS=1 --mpi-args "--tag-output" python x.py
+  flockrun -np 2 -x OMP_NUM_THREADS=1 --mpi-args "--report-bindings" python x.py
   flockrun -np 2 --dry-run python train.py      # print the mpirun line only
 
 every FLOCK_* variable and PATH, PYTHONPATH, LD_LIBRARY_PATH, VIRTUAL_ENV
-(when set) are forwarded to the ranks. FLOCK_NETWORK_INTERFACE and
-FLOCK_RSH_AGENT are the defaults of --network-interface and --rsh-agent.
-See docs/running.md.
+(when set) are forwarded to the ranks. FLOCK_NETWORK_INTERFACE,
+FLOCK_RSH_AGENT and FLOCK_TAG_OUTPUT are the defaults of --network-interface,
+--rsh-agent and --tag-output. When a rank fails, flockrun prints one summary
+(which rank, host, status, its last lines) instead of mpirun's reports;
+--verbose shows those too. Exit status: 0 success, 2 flockrun refused to
+start, 126/127 program not executable/not found, N a rank's status or
+MPI_Abort code, 128+S a signal. See docs/running.md.
 """
+
+# flockrun's own variables, for --help-env (flock's come from flock._core).
+FLOCKRUN_SETTINGS = (
+    (NETWORK_INTERFACE_VARIABLE, "default of --network-interface"),
+    (RSH_AGENT_VARIABLE, "default of --rsh-agent"),
+    (TAG_OUTPUT_VARIABLE, "default of --tag-output: 1 prefixes each line with its rank"),
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,27 +110,62 @@ def make_parser() -> argparse.ArgumentParser:
     add("--rsh-agent", metavar="COMMAND", help="command that starts mpirun's "
         "daemons on other hosts instead of ssh (called as COMMAND HOST "
         "...); default $FLOCK_RSH_AGENT")
+    add("--tag-output", action="store_true", default=None,
+        help="prefix each line with its rank, as [RANK]<stdout>: or "
+        "[RANK]<stderr>:; default $FLOCK_TAG_OUTPUT")
     add("--timeline-filename", metavar="PATH",
         help="record a timeline: sets FLOCK_TIMELINE to PATH made absolute")
+    add("--no-host-check", action="store_true",
+        help="do not check that the listed remote hosts can be reached "
+        "before starting mpirun")
     add("--verbose", action="store_true",
-        help="print the mpirun command line to stderr before running it")
+        help="print the mpirun command line to stderr before running it, "
+        "and every message of mpirun's (not only flockrun's summary)")
     add("--dry-run", action="store_true",
         help="print the mpirun command line to stdout and exit")
     add("--help-env", action="store_true",
         help="list every FLOCK_* setting with its default and exit")
+    add("--version", action="store_true",
+        help="print the versions of flock and mpirun and exit")
     return parser
 
 
 def print_settings() -> int:
-    """Print flock's settings table (from the installed flock, if any)."""
+    """Print flock's settings table (from the installed flock, if any) and flockrun's."""
+    status = 0
     try:
         from flock._core import settings  # the one table, csrc/common/config.cc
     except ImportError:
         print("flockrun: flock is not installed in this Python; see docs/env.md",
               file=sys.stderr)
-        return 1
-    for name, kind, default, doc in settings():
-        print(f"{name:<24} {kind:<6} default {default or '(none)':<10} {doc}")
+        status = 1
+    else:
+        for name, kind, default, doc in settings():
+            print(f"{name:<24} {kind:<6} default {default or '(none)':<10} {doc}")
+        print()
+    print("read by flockrun (forwarded to the ranks, which ignore them):")
+    for name, doc in FLOCKRUN_SETTINGS:
+        print(f"{name:<24} {doc}")
+    return status
+
+
+def print_version(mpirun: Optional[str]) -> int:
+    """flock's version (this Python's), and mpirun's first --version line."""
+    try:
+        import flock
+        print(f"flock {flock.__version__} ({os.path.dirname(flock.__file__)})")
+    except ImportError as exc:
+        print(f"flock: not importable in this Python ({sys.executable}): {exc}")
+    if mpirun is None:
+        print("mpirun: not found on PATH")
+        return 0
+    try:
+        said = subprocess.run([mpirun, "--version"], capture_output=True, text=True,
+                              timeout=30, stdin=subprocess.DEVNULL).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        said = f"(mpirun --version failed: {exc})"
+    first = said.strip().splitlines()[0] if said.strip() else "(no version printed)"
+    print(f"{first} ({mpirun})")
     return 0
 
 
@@ -144,7 +198,8 @@ def options_from_args(args: argparse.Namespace,
     """LaunchOptions from parsed arguments; reads the hostfile if any.
 
     Options left out stay "not given": the FLOCK_* defaults are applied by
-    build_mpirun_argv from the environment it is handed.
+    build_mpirun_argv from the environment it is handed. The CLI always
+    relays the output (unless the user's --mpi-args choose mpirun's format).
     """
     hostfile_hosts = None
     if args.hostfile is not None:
@@ -156,49 +211,51 @@ def options_from_args(args: argparse.Namespace,
         mpi_args=tuple(args.mpi_args),
         timeline_filename=args.timeline_filename,
         network_interfaces=tuple(args.network_interfaces),
-        rsh_agent=args.rsh_agent)
+        rsh_agent=args.rsh_agent, relay_output=True, tag_output=args.tag_output)
 
 
-def run_mpirun(argv: List[str], environ: Mapping[str, str]) -> int:
-    """Run argv (no shell), forward SIGINT/SIGTERM, return its exit status.
-
-    A status of "killed by signal S" becomes 128 + S, as a shell reports it.
-    """
-    child: List[subprocess.Popen] = []
-    pending: List[int] = []
-
-    def forward(signum, _frame):
-        # A signal that lands before the child exists is sent once it does.
-        if child:
-            child[0].send_signal(signum)
-        else:
-            pending.append(signum)
-
-    previous = _install_handlers(forward)
-    try:
-        try:
-            proc = subprocess.Popen(argv, env=dict(environ))
-        except OSError as exc:
-            raise LaunchError(f"cannot start {argv[0]}: {exc}") from None
-        child.append(proc)
-        for signum in pending:
-            proc.send_signal(signum)
-        returncode = proc.wait()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    return returncode if returncode >= 0 else 128 - returncode
+def listed_hosts(options: LaunchOptions) -> Tuple[Optional[List[Host]], str]:
+    """(the hosts of -H or --hostfile, or None; where they were listed)."""
+    if options.host_spec is not None:
+        return parse_host_spec(options.host_spec), "-H"
+    if options.hostfile_hosts is not None:
+        return list(options.hostfile_hosts), f"hostfile {options.hostfile}"
+    return None, ""
 
 
-def _install_handlers(handler: Callable) -> dict:
-    """Install handler for FORWARDED_SIGNALS; return the previous ones."""
-    previous = {}
-    for signum in FORWARDED_SIGNALS:
-        try:
-            previous[signum] = signal.signal(signum, handler)
-        except ValueError:  # not the main thread: leave signals alone
-            break
-    return previous
+def check_before_start(options: LaunchOptions, environ: Mapping[str, str],
+                       which: Callable[..., Optional[str]],
+                       check_remote_hosts: bool) -> None:
+    """The program (when ranks run here) and the remote hosts, before mpirun."""
+    hosts, source = listed_hosts(options)
+    names = local_hostnames()
+    if hosts is None or any(h.name.rpartition("@")[2].lower() in names for h in hosts):
+        check_program(options.command, environ.get("PATH", os.defpath), os.getcwd(),
+                      which)
+    if hosts is not None and check_remote_hosts:
+        given_agent = options.rsh_agent if options.rsh_agent is not None \
+            else environ.get(RSH_AGENT_VARIABLE)
+        agent = launch_agent(given_agent, split_mpi_args(options.mpi_args), environ)
+        check_hosts(hosts, source, agent, names)
+
+
+def run_with_relay(argv: List[str], environ: Mapping[str, str], plan: OutputPlan,
+                   verbose: bool, num_proc: int) -> int:
+    """Run mpirun with its output relayed; print the closing summary; its status."""
+    writer = StreamWriter()
+    relay = OutputRelay(writer, tag_output=plan.tag_lines, verbose=verbose,
+                        show_map=plan.show_map)
+    status, stopped_by = run_relayed(argv, environ, relay, writer.flush)
+    messages = relay.messages
+    failure = relay.failure
+    host = None
+    if failure is not None:
+        host = failure.host or messages.hosts.get(failure.rank)
+    last = relay.last_lines(failure.rank) if failure is not None else []
+    for line in closing_lines(status, failure, messages.launch_failure, stopped_by, host,
+                              num_proc, last, messages.some_rank_failed):
+        print(line, file=sys.stderr, flush=True)
+    return exit_status(status, failure, messages.launch_failure, stopped_by)
 
 
 def main(argv: Optional[Sequence[str]] = None,
@@ -207,7 +264,7 @@ def main(argv: Optional[Sequence[str]] = None,
     """Entry point of the ``flockrun`` script; returns the exit status.
 
     environ and which are injectable for tests (the environment forwarded
-    to the ranks and searched for mpirun; the PATH lookup).
+    to the ranks and searched for mpirun and the program; the PATH lookup).
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     environ = dict(os.environ) if environ is None else dict(environ)
@@ -215,20 +272,26 @@ def main(argv: Optional[Sequence[str]] = None,
     args = make_parser().parse_args(front)  # exits 2 on a usage error
     if args.help_env:
         return print_settings()
+    mpirun = which("mpirun", path=environ.get("PATH", os.defpath))
+    if args.version:
+        return print_version(mpirun)
     try:
         options = options_from_args(args, command)
-        mpirun = which("mpirun", path=environ.get("PATH", os.defpath))
         mpirun_argv = build_mpirun_argv(
             options, env=environ, cpu_count=local_core_count(),
             euid=os.geteuid(), mpirun=mpirun,
             local_hostnames=local_hostnames(), cwd=os.getcwd())
+        plan = output_plan(options, environ)
         line = shlex.join(mpirun_argv)
         if args.dry_run:
             print(line)
             return 0
         if args.verbose:
             print(line, file=sys.stderr, flush=True)
-        return run_mpirun(mpirun_argv, environ)
+        check_before_start(options, environ, which, not args.no_host_check)
+        if not plan.relay:
+            return run_passthrough(mpirun_argv, environ)
+        return run_with_relay(mpirun_argv, environ, plan, args.verbose, options.num_proc)
     except LaunchError as exc:
         print(f"flockrun: error: {exc}", file=sys.stderr)
-        return 2
+        return getattr(exc, "status", 2)

@@ -6,7 +6,7 @@ an argument, so a test is one list comparison. The argv always has the
 layout
 
     mpirun [--allow-run-as-root] -np N [host list] [placement]
-           [network] [rsh agent]
+           [network] [rsh agent] [--tag-output --display-map]
            [-x NAME | -x NAME=value]... [user --mpi-args]... command...
 
 What flockrun adds, and why:
@@ -21,6 +21,10 @@ What flockrun adds, and why:
   OpenMPI try each one, and a connection on an unroutable one hangs.
 - ``--mca plm_rsh_agent`` for ``--rsh-agent``: sites (and emulated
   clusters) that start remote processes with something other than ssh.
+- ``--tag-output --display-map`` when flockrun relays the output (the CLI
+  does unless --mpi-args choose mpirun's output format): the tags say which
+  rank wrote each piece, so lines are put back together whole; the map says
+  which host each rank runs on, for the failure summary (relay.py).
 
 Both come from flockrun's options or, when an option is not given, from
 its environment (FLOCK_NETWORK_INTERFACE, FLOCK_RSH_AGENT), read from the
@@ -47,6 +51,14 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # like every FLOCK_* variable they are forwarded to the ranks, harmlessly).
 NETWORK_INTERFACE_VARIABLE = "FLOCK_NETWORK_INTERFACE"
 RSH_AGENT_VARIABLE = "FLOCK_RSH_AGENT"
+
+# Default of --tag-output (read by flockrun only, like the two above).
+TAG_OUTPUT_VARIABLE = "FLOCK_TAG_OUTPUT"
+
+# mpirun options that choose the output format themselves: with one of them
+# in --mpi-args, mpirun's output goes to the terminal untouched.
+_OUTPUT_FORMAT_OPTIONS = ("tag-output", "timestamp-output", "xml", "xml-file",
+                          "output-filename", "xterm")
 
 # mpirun options that set an MCA parameter: "--mca NAME VALUE".
 _MCA_FLAGS = ("-mca", "--mca", "-gmca", "--gmca")
@@ -85,6 +97,47 @@ class LaunchOptions:
     timeline_filename: Optional[str] = None
     network_interfaces: Tuple[str, ...] = ()
     rsh_agent: Optional[str] = None
+    relay_output: bool = False
+    tag_output: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    """How the ranks' output reaches the user.
+
+    relay: flockrun reads it back from ``mpirun --tag-output`` (relay.py);
+    False when the user's --mpi-args choose mpirun's output format.
+    tag_lines: each line gets its rank as a prefix. show_map: the user asked
+    for mpirun's --display-map, so the relay shows it.
+    """
+
+    relay: bool
+    tag_lines: bool
+    show_map: bool
+
+
+def output_plan(options: LaunchOptions, env: Mapping[str, str]) -> OutputPlan:
+    """Decide the output handling: --tag-output, else FLOCK_TAG_OUTPUT."""
+    user_mpi_args = split_mpi_args(options.mpi_args)
+    tag_lines = options.tag_output
+    if tag_lines is None:
+        tag_lines = _flag_variable(env, TAG_OUTPUT_VARIABLE)
+    own_format = _has_option(user_mpi_args, *_OUTPUT_FORMAT_OPTIONS)
+    if own_format and options.tag_output:
+        raise LaunchError("--tag-output and an output option of mpirun in --mpi-args "
+                          "both choose the output format; use one")
+    return OutputPlan(relay=options.relay_output and not own_format,
+                      tag_lines=bool(tag_lines) and not own_format,
+                      show_map=_has_option(user_mpi_args, "display-map"))
+
+
+def _flag_variable(env: Mapping[str, str], name: str) -> bool:
+    value = env.get(name)
+    if value is None or value.lower() in ("0", "false", "no", "off"):
+        return False
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    raise LaunchError(f"bad {name} {value!r}: expected 1 or 0")
 
 
 def build_mpirun_argv(options: LaunchOptions, *, env: Mapping[str, str],
@@ -102,7 +155,7 @@ def build_mpirun_argv(options: LaunchOptions, *, env: Mapping[str, str],
     resolved against.
     """
     _check_request(options)
-    user_mpi_args = _split_mpi_args(options.mpi_args)
+    user_mpi_args = split_mpi_args(options.mpi_args)
     hosts, host_args = _host_args(options)
     _check_slots(options.num_proc, hosts, host_args, user_mpi_args)
     exports = _exports(options, env, cwd)
@@ -119,6 +172,9 @@ def build_mpirun_argv(options: LaunchOptions, *, env: Mapping[str, str],
     local = hosts is None or all_local(hosts, local_hostnames)
     argv += _placement_args(options.num_proc, local, cpu_count, user_mpi_args)
     argv += remote_args
+    plan = output_plan(options, env)
+    if plan.relay:  # tags let flockrun tell the ranks' output apart; the map, their hosts
+        argv += ["--tag-output"] + ([] if plan.show_map else ["--display-map"])
     for item in exports:
         argv += ["-x", item]
     return argv + user_mpi_args + list(options.command)
@@ -135,7 +191,7 @@ def _check_request(options: LaunchOptions) -> None:
                           "flockrun -np 2 python train.py")
 
 
-def _split_mpi_args(mpi_args: Sequence[str]) -> List[str]:
+def split_mpi_args(mpi_args: Sequence[str]) -> List[str]:
     """Shell-split every --mpi-args string, in order."""
     tokens: List[str] = []
     for text in mpi_args:

@@ -5,7 +5,9 @@ the runtime; ``shutdown()`` releases it and ``init()`` may be called again.
 MPI itself is finalized once, when the interpreter exits. In a multi-rank job,
 an uncaught exception on one rank prints its traceback and then ends every
 rank, and so does ``sys.exit`` with a non-zero status: finalizing MPI there
-would wait forever for ranks that are still inside a collective.
+would wait forever for ranks that are still inside a collective. The ranks the
+launcher then terminates print one line each, not a traceback. A program started
+without a launcher runs as one rank and says so once (see _launch_notes.py).
 """
 
 import atexit
@@ -13,6 +15,7 @@ import signal
 import sys
 import threading
 
+from flock import _launch_notes
 from flock._core_loader import core
 from flock._public import publish
 
@@ -34,8 +37,11 @@ def init(topology_fn=None, is_weighted=False):
     if not _atexit_registered:  # before core.init: a failed init may have started MPI
         atexit.register(_at_exit)
         _atexit_registered = True
+    was_initialized = core.is_initialized()
     core.init()
     _install_failure_hooks()
+    if not was_initialized:
+        _launch_notes.note_single_rank(core.size())
     from flock import _topology_runtime
     _topology_runtime.set_initial_topology(topology_fn, is_weighted)
 
@@ -130,7 +136,12 @@ def _in_multi_rank_job():
     return core.is_initialized() and core.size() > 1
 
 
+# flockrun reads the two "ending every rank of the job" lines below (ENDING_JOB_RE in
+# launcher/flockrun/relay.py): keep their wording in step.
 def _abort_job_on_uncaught_exception(kind, value, traceback):
+    signum = getattr(value, "flock_termination_signal", None)
+    if signum is not None and _in_multi_rank_job():
+        _launch_notes.end_by_signal(core.rank(), signum)  # does not return
     _previous_excepthook(kind, value, traceback)
     if _in_multi_rank_job():
         sys.stderr.write(
@@ -165,10 +176,13 @@ def _at_exit():
 def _raise_on_termination(signum, frame):
     # mpirun sends SIGTERM to the surviving ranks when one rank died: say so in
     # the error raised where this rank is (usually waiting in synchronize).
+    # Left uncaught, the error ends the rank by that signal with one line (no traceback).
     from flock.errors import FlockAbortedError
-    raise FlockAbortedError(
+    error = FlockAbortedError(
         "the job is being terminated (signal {}): another rank probably failed; its "
         "output says why".format(signum))
+    error.flock_termination_signal = signum
+    raise error
 
 
 def _install_failure_hooks():

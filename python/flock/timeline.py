@@ -4,7 +4,9 @@ Recording starts at init() when FLOCK_TIMELINE is set (``flockrun
 --timeline-filename``), or with ``timeline_start(path)``. Rank r writes
 ``path`` with ``.rank<r>`` before the extension, or with ``{rank}`` replaced
 when the path contains it. Open the files in https://ui.perfetto.dev or
-chrome://tracing. Your own activities appear on the row of the name you give.
+chrome://tracing; ``flock-timeline merge all.json path`` (timeline_merge.py)
+writes one file with every rank as a process row. Your own activities appear on
+the row of the name you give.
 """
 
 import contextlib

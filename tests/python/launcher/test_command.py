@@ -10,13 +10,14 @@ import shlex
 import pytest
 
 from flockrun.cli import main, split_command
-from flockrun.command import LaunchOptions, build_mpirun_argv
+from flockrun.command import LaunchOptions, OutputPlan, build_mpirun_argv, output_plan
 from flockrun.errors import LaunchError
 from flockrun.hosts import Host
 
 MPIRUN = "/usr/bin/mpirun"
 PROGRAM = ("python", "train.py", "--lr", "0.1")
 ROOT = ["--allow-run-as-root"] if os.geteuid() == 0 else []  # for main()
+RELAY = ["--tag-output", "--display-map"]  # main() relays the output
 
 
 def build(num_proc=2, command=PROGRAM, env=None, cpu_count=4, euid=1000,
@@ -204,6 +205,51 @@ def test_mpi_args_are_shell_split_and_go_before_the_program():
 def test_unbalanced_quote_in_mpi_args_is_an_error():
     with pytest.raises(LaunchError, match="cannot split --mpi-args"):
         build(mpi_args=("--mca btl 'self",))
+
+
+# output: relay, --tag-output, FLOCK_TAG_OUTPUT ---------------------------------
+
+
+def plan(env=None, **options):
+    return output_plan(LaunchOptions(num_proc=2, command=PROGRAM, **options),
+                       {} if env is None else env)
+
+
+def test_relayed_output_asks_mpirun_for_tags_and_the_map_before_the_exports():
+    assert build(relay_output=True) == exporting("--tag-output", "--display-map",
+                                                 "-x", "PATH")
+    assert plan(relay_output=True) == OutputPlan(relay=True, tag_lines=False,
+                                                 show_map=False)
+
+
+@pytest.mark.parametrize("user", ["--xml", "--tag-output", "-timestamp-output",
+                                  "--output-filename /tmp/o"])
+def test_users_own_output_format_turns_the_relay_off(user):
+    argv = build(relay_output=True, mpi_args=(user,))
+    assert "--display-map" not in argv and argv.count("--tag-output") == user.count("tag")
+    assert plan(relay_output=True, mpi_args=(user,)).relay is False
+
+
+def test_users_display_map_is_shown_and_not_repeated():
+    argv = build(relay_output=True, mpi_args=("--display-map",))
+    assert argv == exporting("--tag-output", "-x", "PATH", "--display-map")
+    assert plan(relay_output=True, mpi_args=("--display-map",)).show_map
+
+
+@pytest.mark.parametrize("option, env, tag_lines", [
+    (None, {}, False), (True, {}, True), (None, {"FLOCK_TAG_OUTPUT": "1"}, True),
+    (None, {"FLOCK_TAG_OUTPUT": "0"}, False), (None, {"FLOCK_TAG_OUTPUT": "true"}, True),
+    (True, {"FLOCK_TAG_OUTPUT": "0"}, True),
+])
+def test_tag_output_option_and_its_variable(option, env, tag_lines):
+    assert plan(env, relay_output=True, tag_output=option).tag_lines == tag_lines
+
+
+def test_bad_tag_output_variable_and_two_output_formats_are_errors():
+    with pytest.raises(LaunchError, match="bad FLOCK_TAG_OUTPUT 'yes please'"):
+        plan({"FLOCK_TAG_OUTPUT": "yes please"})
+    with pytest.raises(LaunchError, match="both choose the output format"):
+        plan(tag_output=True, mpi_args=("--xml",))
 
 
 # --network-interface and --rsh-agent ----------------------------------------
@@ -400,7 +446,7 @@ def test_main_passes_network_and_rsh_agent(capsys):
     assert code == 0
     assert shlex.split(capsys.readouterr().out) == [
         MPIRUN, *ROOT, "-np", "1", "--bind-to", "none",
-        *network("eth1,10.0.0.0/8"), *RSH, "-agent -v", "-x", "PATH", "prog"]
+        *network("eth1,10.0.0.0/8"), *RSH, "-agent -v", *RELAY, "-x", "PATH", "prog"]
 
 
 def test_main_takes_the_defaults_from_its_environment(capsys):
@@ -411,7 +457,7 @@ def test_main_takes_the_defaults_from_its_environment(capsys):
     assert code == 0
     assert shlex.split(capsys.readouterr().out) == [
         MPIRUN, *ROOT, "-np", "1", "--bind-to", "none", *network("lo"), *RSH,
-        "agent", "-x", "FLOCK_NETWORK_INTERFACE", "-x", "FLOCK_RSH_AGENT",
+        "agent", *RELAY, "-x", "FLOCK_NETWORK_INTERFACE", "-x", "FLOCK_RSH_AGENT",
         "-x", "PATH", "prog"]
 
 
@@ -452,9 +498,31 @@ def test_main_errors_exit_2_with_flockrun_error(capsys, argv, words):
     assert err.startswith("flockrun: error: ") and words in err
 
 
-def test_help_env_lists_flock_settings(capsys):
-    from flockrun.cli import main
+def test_help_env_lists_flock_settings_and_flockruns_own(capsys):
     pytest.importorskip("flock._core")
     assert main(["--help-env"]) == 0
     out = capsys.readouterr().out
     assert "FLOCK_LOG_LEVEL" in out and "FLOCK_FUSION_THRESHOLD" in out
+    for name in ("FLOCK_NETWORK_INTERFACE", "FLOCK_RSH_AGENT", "FLOCK_TAG_OUTPUT"):
+        assert f"\n{name} " in out
+
+
+def test_main_dry_run_shows_the_relay_and_tag_output_options(capsys):
+    code = main(["-np", "1", "--tag-output", "--dry-run", "prog"],
+                environ={"PATH": "/bin"}, which=lambda *_, **__: MPIRUN)
+    assert code == 0
+    assert shlex.split(capsys.readouterr().out) == [
+        MPIRUN, *ROOT, "-np", "1", "--bind-to", "none", *RELAY, "-x", "PATH", "prog"]
+
+
+def test_version_names_flock_and_mpirun(capsys):
+    flock = pytest.importorskip("flock")
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"flock {flock.__version__} (")
+    assert out[1].startswith("mpirun (Open MPI) ")
+
+
+def test_version_without_mpirun_says_so(capsys):
+    assert main(["--version"], which=lambda *_, **__: None) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "mpirun: not found on PATH"

@@ -70,11 +70,13 @@ def test_a_dead_rank_ends_the_job_within_30s(tmp_path):
             os._exit(1)  # dies without a word: no exception, no finalize
         bf.allreduce(torch.ones(1), name="waits.for.rank2")
         time.sleep(60)
-    """)
+    """, "--verbose")
     assert result.returncode != 0
     assert elapsed < 30, "the job took {:.1f}s to end".format(elapsed)
-    # The survivors' pending op fails with an error that says what happened.
+    # The survivors' pending op fails with an error that says what happened (in one line
+    # per rank, which flockrun shows only with --verbose), and flockrun names rank 2.
     assert "the job is being terminated" in result.stderr, result.stderr
+    assert "flockrun: rank 2 (host " in result.stderr, result.stderr
 
 
 def test_flockrun_timeline_option_writes_one_trace_per_rank(tmp_path):

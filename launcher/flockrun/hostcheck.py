@@ -1,0 +1,160 @@
+"""Checking, before mpirun starts, that every listed remote host can be reached.
+
+mpirun reports an unknown or unreachable host late, in a box, or hangs until a
+TCP timeout. flockrun instead starts, on every remote host at once, what mpirun
+would start there first: its launch agent with a trivial command,
+
+    ssh -o BatchMode=yes -o ConnectTimeout=5 HOST true     (the default agent)
+    AGENT HOST true                                         (--rsh-agent AGENT)
+
+each bounded by PROBE_TIMEOUT_S. A probe that fails is reported in one line
+with the agent's own last words ("Could not resolve hostname", "Connection
+refused", "Permission denied (publickey)"). Hosts that name this machine are
+not probed, as mpirun starts no agent for them: by name
+(machine.local_hostnames), or because their address belongs to this machine.
+A name that does not resolve is reported as unknown with ssh; a custom agent
+may take names that are not network names (containers, emulated hosts), so
+there only the probe decides.
+
+The argv of each probe is decided by pure functions; ``check_hosts`` runs them.
+"""
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from flockrun.errors import LaunchError
+from flockrun.hosts import Host
+
+CONNECT_TIMEOUT_S = 5
+PROBE_TIMEOUT_S = 10.0
+RESOLVE_TIMEOUT_S = 3.0
+MAX_PARALLEL_PROBES = 32
+
+# mpirun's own variables for its launch agent (OpenMPI 4 and older names).
+_AGENT_ENV = ("OMPI_MCA_plm_rsh_agent", "OMPI_MCA_orte_rsh_agent")
+_AGENT_PARAMS = ("plm_rsh_agent", "orte_rsh_agent", "pls_rsh_agent")
+_MCA_FLAGS = ("-mca", "--mca", "-gmca", "--gmca")
+
+
+def launch_agent(flockrun_agent: Optional[str], user_mpi_args: Sequence[str],
+                 env: Mapping[str, str]) -> Optional[str]:
+    """The agent mpirun will use: the user's --mpi-args choice, flockrun's, the
+    OMPI_MCA_ variable, or None for mpirun's default (ssh)."""
+    for flag, name, value in zip(user_mpi_args, user_mpi_args[1:], user_mpi_args[2:]):
+        if flag in _MCA_FLAGS and name in _AGENT_PARAMS:
+            return value
+    if flockrun_agent is not None:
+        return flockrun_agent
+    for name in _AGENT_ENV:
+        if env.get(name, "").strip():
+            return env[name]
+    return None
+
+
+def remote_hosts(hosts: Iterable[Host], local_hostnames: Iterable[str]) -> List[str]:
+    """The distinct host entries that do not name this machine, in order."""
+    local = {name.lower() for name in local_hostnames}
+    names: List[str] = []
+    for host in hosts:
+        if host.name.rpartition("@")[2].lower() not in local and host.name not in names:
+            names.append(host.name)
+    return names
+
+
+def probe_argv(agent: Optional[str], host: str) -> List[str]:
+    """The command that checks host the way mpirun will reach it."""
+    if agent is None or shlex.split(agent)[:1] == ["ssh"]:
+        words = shlex.split(agent) if agent else ["ssh"]
+        return [*words, "-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+                host, "true"]
+    return [*shlex.split(agent), host, "true"]
+
+
+def failure_message(failures: Sequence[Tuple[str, str]], source: str) -> str:
+    """One line naming every host that failed and why."""
+    if len(failures) == 1:
+        host, why = failures[0]
+        return f"cannot reach host {host!r} ({source}): {why}"
+    listed = "; ".join(f"{host!r}: {why}" for host, why in failures)
+    return f"cannot reach {len(failures)} hosts ({source}): {listed}"
+
+
+def check_hosts(hosts: Sequence[Host], source: str, agent: Optional[str],
+                local_hostnames: Iterable[str]) -> None:
+    """Raise LaunchError (one line) when a remote host cannot be reached."""
+    names = remote_hosts(hosts, local_hostnames)
+    if not names:
+        return
+    with ThreadPoolExecutor(max_workers=min(len(names), MAX_PARALLEL_PROBES)) as pool:
+        found = pool.map(lambda n: _resolve(n.rpartition("@")[2]), names)
+        addresses = dict(zip(names, found))
+        names = [n for n in names if not _is_this_machine(addresses[n])]
+        # With ssh the names are network names; a custom agent may take others.
+        unresolved = {n for n in names if not addresses[n]} if agent is None else set()
+        verdicts = list(pool.map(lambda name: _probe(agent, name), names))
+    failures = [(name, "unknown host, the name does not resolve" if name in unresolved
+                 else why) for name, why in zip(names, verdicts) if why is not None]
+    if failures:
+        raise LaunchError(failure_message(failures, source))
+
+
+def _probe(agent: Optional[str], host: str) -> Optional[str]:
+    """None when the probe succeeded, else why it did not."""
+    argv = probe_argv(agent, host)
+    try:
+        # A session of its own: on a timeout the agent and whatever it started go.
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        return (f"cannot run {argv[0]} ({exc.strerror}); mpirun starts its daemons on other "
+                "hosts with it (install it, or give --rsh-agent)")
+    try:
+        _, err = proc.communicate(timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        return f"no answer within {PROBE_TIMEOUT_S:g} s ({shlex.join(argv)})"
+    if proc.returncode == 0:
+        return None
+    said = [line.strip() for line in err.decode("utf-8", "replace").splitlines()
+            if line.strip()]
+    why = said[-1] if said else f"exit status {proc.returncode}"
+    return f"{why} ({shlex.join(argv)})"
+
+
+def _is_this_machine(addresses: Sequence[Tuple[int, str]]) -> bool:
+    """Is one of the addresses this machine's? Only those can be bound to."""
+    for family, address in addresses:
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as probe:
+                probe.bind((address, 0))
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def _resolve(name: str) -> List[Tuple[int, str]]:
+    """(family, address) pairs of name, given RESOLVE_TIMEOUT_S at most."""
+    found: List[Tuple[int, str]] = []
+
+    def lookup():
+        try:
+            for family, _, _, _, sockaddr in socket.getaddrinfo(name, None):
+                found.append((family, sockaddr[0]))
+        except (OSError, UnicodeError):
+            pass
+
+    worker = threading.Thread(target=lookup, daemon=True)  # getaddrinfo has no timeout
+    worker.start()
+    worker.join(RESOLVE_TIMEOUT_S)
+    return list(found) if not worker.is_alive() else []

@@ -1,0 +1,170 @@
+"""Running mpirun: without a shell, forwarding SIGINT/SIGTERM to it.
+
+``run_passthrough`` leaves mpirun's output alone (the user chose mpirun's own
+output options). ``run_relayed`` reads mpirun's stdout and stderr through pipes
+into an OutputRelay (relay.py), which writes the ranks' lines whole and keeps
+what flockrun's summary needs. Both return mpirun's exit status, with "killed
+by signal S" as 128 + S, the way a shell reports it.
+"""
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
+
+from flockrun.errors import LaunchError
+from flockrun.relay import OutputRelay
+
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+POLL_S = 0.1  # how often unfinished lines are looked at while nothing arrives
+# After mpirun exits, a launch agent (ssh) it started may still hold the pipes open.
+DRAIN_AFTER_EXIT_S = 2.0
+
+
+class _Forwarder:
+    """Signal handler that passes SIGINT/SIGTERM on to mpirun, once it exists."""
+
+    def __init__(self) -> None:
+        self.child: Optional[subprocess.Popen] = None
+        self.received: List[int] = []
+
+    def __call__(self, signum, _frame) -> None:
+        self.received.append(signum)
+        if self.child is not None:
+            self.child.send_signal(signum)
+
+    def start(self, argv: List[str], environ: Mapping[str, str],
+              **popen_args) -> subprocess.Popen:
+        try:
+            self.child = subprocess.Popen(argv, env=dict(environ), **popen_args)
+        except OSError as exc:
+            raise LaunchError(f"cannot start {argv[0]}: {exc}") from None
+        for signum in self.received:  # landed before the child existed
+            self.child.send_signal(signum)
+        return self.child
+
+
+def _install_handlers(handler: Callable) -> Dict[int, object]:
+    """Install handler for FORWARDED_SIGNALS; return the previous ones."""
+    previous = {}
+    for signum in FORWARDED_SIGNALS:
+        try:
+            previous[signum] = signal.signal(signum, handler)
+        except ValueError:  # not the main thread: leave signals alone
+            break
+    return previous
+
+
+def _restore_handlers(previous: Dict[int, object]) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def _shell_status(returncode: int) -> int:
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+def run_passthrough(argv: List[str], environ: Mapping[str, str]) -> int:
+    """Run argv with the terminal as its output; return its exit status."""
+    forwarder = _Forwarder()
+    previous = _install_handlers(forwarder)
+    try:
+        return _shell_status(forwarder.start(argv, environ).wait())
+    finally:
+        _restore_handlers(previous)
+
+
+def run_relayed(argv: List[str], environ: Mapping[str, str], relay: OutputRelay,
+                flush: Callable[[], None] = lambda: None) -> Tuple[int, Optional[int]]:
+    """Run argv with its output going through relay; flush after each round of reads.
+
+    Returns (exit status, the first signal flockrun forwarded, or None).
+    """
+    forwarder = _Forwarder()
+    previous = _install_handlers(forwarder)
+    try:
+        proc = forwarder.start(argv, environ, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+        try:
+            _pump(proc, relay, flush)
+        except BaseException:
+            proc.terminate()  # mpirun stops its ranks; none is left behind without output
+            proc.wait()
+            raise
+        status = _shell_status(proc.wait())
+    finally:
+        _restore_handlers(previous)
+    return status, (forwarder.received[0] if forwarder.received else None)
+
+
+def _pump(proc: subprocess.Popen, relay: OutputRelay, flush: Callable[[], None]) -> None:
+    """Feed proc's stdout and stderr to relay until both end (or mpirun is gone)."""
+    selector = selectors.DefaultSelector()
+    for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+        os.set_blocking(pipe.fileno(), False)
+        selector.register(pipe, selectors.EVENT_READ, name)
+    exited_at = None
+    try:
+        while selector.get_map():
+            for key, _ in selector.select(POLL_S):
+                data = _read(key.fileobj)
+                if data is None:
+                    continue
+                if not data:
+                    selector.unregister(key.fileobj)
+                    continue
+                relay.feed(key.data, data, time.monotonic())
+            now = time.monotonic()
+            relay.tick(now)
+            flush()
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > DRAIN_AFTER_EXIT_S:
+                break
+    finally:
+        selector.close()
+        relay.finish()
+        flush()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def _read(pipe) -> Optional[bytes]:
+    """Whatever the pipe holds (b"" at its end), None when nothing after all."""
+    try:
+        return os.read(pipe.fileno(), 65536)
+    except BlockingIOError:
+        return None
+
+
+class StreamWriter:
+    """write(stream, bytes) into a buffer; flush() sends it to flockrun's stdout/stderr.
+
+    A stream the reader closed (``flockrun ... | head``) is dropped quietly; the job
+    goes on.
+    """
+
+    def __init__(self) -> None:
+        self._pending: Dict[str, List[bytes]] = {"stdout": [], "stderr": []}
+        self._broken = set()
+
+    def __call__(self, stream: str, data: bytes) -> None:
+        if stream not in self._broken:
+            self._pending[stream].append(data)
+
+    def flush(self) -> None:
+        for stream, pieces in self._pending.items():
+            if not pieces:
+                continue
+            self._pending[stream] = []
+            target = sys.stdout if stream == "stdout" else sys.stderr
+            try:
+                target.flush()  # flockrun's own text first
+                target.buffer.write(b"".join(pieces))
+                target.buffer.flush()
+            except (BrokenPipeError, ValueError):
+                self._broken.add(stream)

@@ -1,0 +1,156 @@
+"""Unit tests of the checks made before mpirun starts: the program, the hosts.
+
+The host probes run a fake launch agent (a shell script), never ssh to a
+real machine; each has a bounded timeout.
+"""
+
+import os
+import time
+
+import pytest
+
+from flockrun import hostcheck
+from flockrun.errors import LaunchError
+from flockrun.hostcheck import (check_hosts, failure_message, launch_agent, probe_argv,
+                                remote_hosts)
+from flockrun.hosts import Host
+from flockrun.program import ProgramError, check_program, python_script
+
+# program -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, script", [
+    (["train.py", "--lr", "1"], "train.py"),
+    (["-u", "-X", "dev", "-W", "ignore", "train.py"], "train.py"),
+    (["-OO", "-Wignore", "-Xdev", "t.py"], "t.py"),
+    (["--check-hash-based-pycs", "never", "t.py"], "t.py"),
+    (["-c", "print(1)"], None), (["-uc", "print(1)"], None), (["-m", "pytest"], None),
+    (["-mpytest"], None), (["-"], None), ([], None), (["-u", "--", "-odd.py"], "-odd.py"),
+])
+def test_python_script_finds_the_script_argument(args, script):
+    assert python_script(args) == script
+
+
+FILES = {"/w/train.py", "/w/run.sh", "/w/data.txt", "/usr/bin/python3"}
+EXECUTABLE = {"/w/run.sh", "/usr/bin/python3"}
+
+
+def check(command, found=True):
+    check_program(command, "/usr/bin", "/w",
+                  which=lambda name, path: f"/usr/bin/{name}" if found else None,
+                  isfile=FILES.__contains__, executable=EXECUTABLE.__contains__)
+
+
+def test_existing_programs_and_scripts_pass():
+    check(["python3", "train.py", "--lr", "1"])
+    check(["./run.sh"])
+    check(["/usr/bin/python3", "-c", "pass"])
+    check(["python3", "-m", "no.such.module"])  # the module is Python's to find
+
+
+@pytest.mark.parametrize("command, found, status, words", [
+    (["nosuchcommand"], False, 127, "nosuchcommand: command not found on PATH"),
+    (["python3", "nosuchfile.py"], True, 127,
+     "python3: can't open file 'nosuchfile.py': no such file (in /w)"),
+    (["./missing.sh"], True, 127, "./missing.sh: no such file"),
+    (["./data.txt"], True, 126, "./data.txt: not executable"),
+])
+def test_missing_or_unrunnable_programs_are_refused(command, found, status, words):
+    with pytest.raises(ProgramError) as error:
+        check(command, found)
+    assert error.value.status == status and str(error.value).startswith(words)
+
+
+# hosts: pure parts -------------------------------------------------------------------
+
+
+def test_remote_hosts_skip_local_names_and_repeats():
+    hosts = [Host("localhost", 2), Host("me@node1", 1), Host("node2", 2),
+             Host("me@node1", 1), Host("MYHOST", 1)]
+    assert remote_hosts(hosts, {"localhost", "myhost"}) == ["me@node1", "node2"]
+
+
+def test_probe_runs_the_agent_as_mpirun_would():
+    assert probe_argv(None, "node1") == [
+        "ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "node1", "true"]
+    assert probe_argv("ssh -p 2222", "n") == [
+        "ssh", "-p", "2222", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "n", "true"]
+    assert probe_argv("/opt/agent.sh --quiet", "h1") == ["/opt/agent.sh", "--quiet", "h1",
+                                                          "true"]
+
+
+def test_launch_agent_follows_mpiruns_precedence():
+    env = {"OMPI_MCA_plm_rsh_agent": "from-env"}
+    assert launch_agent(None, [], {}) is None
+    assert launch_agent(None, [], env) == "from-env"
+    assert launch_agent("flockrun's", [], env) == "flockrun's"
+    assert launch_agent("flockrun's", ["--mca", "plm_rsh_agent", "user's"], env) == "user's"
+
+
+def test_failure_message_is_one_line_naming_each_host():
+    assert failure_message([("a", "why")], "-H") == "cannot reach host 'a' (-H): why"
+    assert failure_message([("a", "x"), ("b", "y")], "hostfile h") == (
+        "cannot reach 2 hosts (hostfile h): 'a': x; 'b': y")
+
+
+# hosts: probes with a fake agent ----------------------------------------------------
+
+AGENT = """#!/bin/sh
+case "$1" in
+  good*) [ "$2" = true ] && exit 0 ;;
+  slow*) exec sleep 30 ;;
+esac
+echo "agent: first words" >&2
+echo "agent: no host named $1" >&2
+exit 255
+"""
+
+
+@pytest.fixture
+def agent(tmp_path):
+    path = tmp_path / "agent.sh"
+    path.write_text(AGENT)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_reachable_hosts_pass_and_local_ones_are_not_probed(agent):
+    check_hosts([Host("good1", 2), Host("good2", 2)], "-H", agent, {"localhost"})
+    check_hosts([Host("localhost", 2)], "-H", agent + " --fail-everything", {"localhost"})
+
+
+def test_unreachable_host_is_reported_with_the_agents_last_words(agent):
+    with pytest.raises(LaunchError) as error:
+        check_hosts([Host("good1", 1), Host("h9", 1)], "-H", agent, set())
+    message = str(error.value)
+    assert message.startswith("cannot reach host 'h9' (-H): agent: no host named h9 (")
+    assert "\n" not in message and "good1" not in message
+
+
+def test_a_host_that_does_not_answer_is_reported_after_the_timeout(agent, monkeypatch):
+    monkeypatch.setattr(hostcheck, "PROBE_TIMEOUT_S", 0.5)
+    start = time.monotonic()
+    with pytest.raises(LaunchError, match=r"2 hosts \(-H\): 'slow1': no answer within 0.5 s"):
+        check_hosts([Host("slow1", 1), Host("slow2", 1)], "-H", agent, set())
+    assert time.monotonic() - start < 5  # probed at once, not one after the other
+
+
+def test_a_missing_agent_is_reported():
+    with pytest.raises(LaunchError, match="cannot run /no/such/agent"):
+        check_hosts([Host("h1", 1)], "-H", "/no/such/agent", set())
+
+
+def test_with_ssh_a_name_that_does_not_resolve_is_an_unknown_host(monkeypatch):
+    monkeypatch.setattr(hostcheck, "_probe", lambda agent, host: "ssh failed")
+    with pytest.raises(LaunchError) as error:
+        check_hosts([Host("no-such-host.invalid", 1)], "-H", None, set())
+    assert str(error.value) == ("cannot reach host 'no-such-host.invalid' (-H): unknown "
+                                "host, the name does not resolve")
+
+
+def test_with_ssh_an_address_of_this_machine_is_not_probed(monkeypatch):
+    def probe(agent, host):
+        raise AssertionError(f"{host} was probed")
+    monkeypatch.setattr(hostcheck, "_probe", probe)
+    check_hosts([Host("127.0.0.2", 2), Host(os.uname().nodename.upper(), 1)], "-H",
+                None, set())
