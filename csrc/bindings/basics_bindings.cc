@@ -55,6 +55,7 @@ void BindBasics(py::module_& m) {
   m.def("unified_mpi_window_model_supported",
         [] { return RequireRuntime().transport().unified_window_model(); });
   m.def("nccl_built", [] { return NcclBuilt(); });
+  m.def("quiet", [] { return RequireRuntime().config().quiet; });
   m.def("cuda_toolkit_found", [] { return FLOCK_WITH_NCCL != 0; });
   m.def(
       "abort",

@@ -31,6 +31,9 @@ const std::vector<SettingInfo> kSettings = {
      "MPI's per-call temporaries and new tensors do not page-fault again; 0: leave malloc alone. "
      "Skipped when glibc's own MALLOC_* threshold/arena variables or GLIBC_TUNABLES malloc "
      "settings are set."},
+    {"FLOCK_QUIET", "flag", "",
+     "Anything but empty or 0: init() in a program started without a launcher does not say "
+     "that it runs as one rank."},
     {"FLOCK_LOCAL_SIZE", "int", "0",
      "Pretend machines have this many consecutive ranks each (must divide the world size); 0 "
      "uses MPI shared-memory groups. Bluefog's BLUEFOG_NODES_PER_MACHINE is read when this is "
@@ -114,6 +117,7 @@ Result<Config> Config::Parse(const Lookup& lookup) {
     if (about_malloc && config.user_malloc_setting.empty())
       config.user_malloc_setting = std::string(name) + "=" + *v;
   }
+  if (auto v = lookup("FLOCK_QUIET")) config.quiet = !v->empty() && *v != "0";
   // Bluefog programs emulate machines with BLUEFOG_NODES_PER_MACHINE; flock's name wins.
   for (const char* name : {"FLOCK_LOCAL_SIZE", "BLUEFOG_NODES_PER_MACHINE"}) {
     auto v = lookup(name);

@@ -54,8 +54,8 @@ examples:
   flockrun -np 2 -x OMP_NUM_THREADS=1 --mpi-args "--report-bindings" python x.py
   flockrun -np 2 --dry-run python train.py      # print the mpirun line only
 
-every FLOCK_* variable and PATH, PYTHONPATH, LD_LIBRARY_PATH, VIRTUAL_ENV
-(when set) are forwarded to the ranks. FLOCK_NETWORK_INTERFACE,
+every FLOCK_* variable and PATH, PYTHONPATH, LD_LIBRARY_PATH, VIRTUAL_ENV,
+BLUEFOG_NODES_PER_MACHINE (when set) are forwarded to the ranks. FLOCK_NETWORK_INTERFACE,
 FLOCK_RSH_AGENT and FLOCK_TAG_OUTPUT are the defaults of --network-interface,
 --rsh-agent and --tag-output. When a rank fails, flockrun prints one summary
 (which rank, host, status, its last lines) instead of mpirun's reports;

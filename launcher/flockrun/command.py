@@ -42,8 +42,10 @@ from flockrun.errors import LaunchError
 from flockrun.hosts import Host, all_local, parse_host_spec, total_slots
 
 # Forwarded to the ranks when set, beside every FLOCK_* variable: they
-# decide which python, which packages and which libraries the ranks see.
-FORWARDED_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
+# decide which python, which packages and which libraries the ranks see, and
+# Bluefog's name for FLOCK_LOCAL_SIZE, which flock reads too.
+FORWARDED_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV",
+                       "BLUEFOG_NODES_PER_MACHINE")
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -4,7 +4,7 @@ Two one-line notes, kept here so that basics.py stays about starting and stoppin
 
 - a program that calls ``init()`` without a launcher (``python train.py``) runs as one rank;
   it says so once on stderr with the flockrun command that would start N ranks, unless
-  ``FLOCK_QUIET`` is set (read here, in Python, not by the C++ settings table);
+  ``FLOCK_QUIET`` is set;
 - a rank that mpirun terminates because another rank failed prints one fixed line instead of
   a traceback. flockrun recognizes that line (``TERMINATED_LINE_RE`` in
   launcher/flockrun/relay.py must match it) and leaves it out of its summary.
@@ -22,9 +22,12 @@ _single_rank_noted = False
 
 
 def quiet(environ=None):
-    """Is FLOCK_QUIET set to something other than "" or "0"?"""
-    value = (os.environ if environ is None else environ).get("FLOCK_QUIET", "")
-    return value not in ("", "0")
+    """Is FLOCK_QUIET set to something other than "" or "0"? (As parsed at init() by the one
+    settings table, csrc/common/config.cc; with ``environ`` given, read from it instead.)"""
+    if environ is None:
+        from flock._core_loader import core
+        return core.quiet()
+    return environ.get("FLOCK_QUIET", "") not in ("", "0")
 
 
 def started_by_launcher(environ=None):

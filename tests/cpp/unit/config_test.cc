@@ -31,7 +31,8 @@ TEST(Config, ParsesEverySetting) {
                                            {"FLOCK_LOCAL_SIZE", "2"},
                                            {"FLOCK_NEIGHBOR_INLINE_BYTES", "4096"},
                                            {"FLOCK_CACHE_CAPACITY", "16"},
-                                           {"FLOCK_MALLOC_TUNING", "0"}});
+                                           {"FLOCK_MALLOC_TUNING", "0"},
+                                           {"FLOCK_QUIET", "1"}});
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config.value().log_level, LogLevel::kDebug);
   EXPECT_EQ(config.value().timeline_path, "/tmp/t.json");
@@ -43,6 +44,9 @@ TEST(Config, ParsesEverySetting) {
   EXPECT_EQ(config.value().neighbor_inline_bytes, 4096);
   EXPECT_EQ(config.value().cache_capacity, 16);
   EXPECT_FALSE(config.value().malloc_tuning);
+  EXPECT_TRUE(config.value().quiet);
+  EXPECT_FALSE(Config::FromMap({{"FLOCK_QUIET", "0"}}).value().quiet);
+  EXPECT_FALSE(Config::FromMap({{"FLOCK_QUIET", ""}}).value().quiet);
 }
 
 TEST(Config, BluefogsMachineSizeIsAnAliasThatFlocksNameOverrides) {
@@ -93,7 +97,7 @@ TEST(Config, TableListsEverySettingOnce) {
     EXPECT_EQ(std::string(s.name).rfind("FLOCK_", 0), 0u);
     EXPECT_GT(std::string(s.doc).size(), 10u);
   }
-  EXPECT_EQ(names.size(), 10u);
+  EXPECT_EQ(names.size(), 11u);
 }
 
 }  // namespace

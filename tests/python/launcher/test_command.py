@@ -145,13 +145,14 @@ def test_host_spec_and_hostfile_together_is_an_error():
 
 FULL_ENV = {"FLOCK_B": "1", "FLOCK_A": "2", "flock_lower": "3", "HOME": "/h",
             "PATH": "/bin", "PYTHONPATH": "/p", "LD_LIBRARY_PATH": "/l",
-            "VIRTUAL_ENV": "/v", "OTHER": "4"}
+            "VIRTUAL_ENV": "/v", "OTHER": "4", "BLUEFOG_NODES_PER_MACHINE": "2",
+            "BLUEFOG_OTHER": "5"}
 
 
 def test_forwards_flock_variables_and_the_search_paths():
     assert build(env=FULL_ENV) == exporting(
         "-x", "FLOCK_A", "-x", "FLOCK_B", "-x", "PATH", "-x", "PYTHONPATH",
-        "-x", "LD_LIBRARY_PATH", "-x", "VIRTUAL_ENV")
+        "-x", "LD_LIBRARY_PATH", "-x", "VIRTUAL_ENV", "-x", "BLUEFOG_NODES_PER_MACHINE")
 
 
 def test_unset_search_paths_are_not_forwarded():
