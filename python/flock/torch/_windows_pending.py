@@ -7,6 +7,7 @@ work is tracked, instead of an ``AttributeError`` that reads like a typo. The
 window issue replaces this module with the real ops.
 """
 
+from flock._public import public
 from flock.errors import FlockUnsupportedError
 
 PENDING_ISSUE = "issue 24 (window ops and asynchronous training)"
@@ -39,10 +40,11 @@ def _pending(name, kind):
     return not_supported_yet
 
 
+# public(): the traceback ends at the user's call, in a frame named after it.
 for _name in WINDOW_OPS:
-    globals()[_name] = _pending(_name, "ops")
+    globals()[_name] = public(_pending(_name, "ops"))
 for _name in WINDOW_OPTIMIZERS:
-    globals()[_name] = _pending(_name, "optimizers")
+    globals()[_name] = public(_pending(_name, "optimizers"))
 del _name
 
 __all__ = WINDOW_OPS + WINDOW_OPTIMIZERS

@@ -1,6 +1,8 @@
 """Bluefog's window names exist in flock.torch and fail with a clear "not supported yet"
 error (a FlockUnsupportedError naming the window issue), before and without init()."""
 
+import traceback
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -26,6 +28,13 @@ def test_bluefog_example_calls_fail_clearly(name):
     message = str(raised.value)
     assert "flock.torch.{} is not supported yet".format(name) in message
     assert "issue 24" in message and "neighbor_allreduce" in message
+
+
+def test_the_traceback_ends_at_the_call():
+    with pytest.raises(bf.FlockUnsupportedError) as raised:
+        bf.win_create(torch.zeros(1), name="x")
+    frames = [f.name for f in traceback.extract_tb(raised.value.__traceback__)]
+    assert frames[-1] == "win_create" and "not_supported_yet" not in frames, frames
 
 
 @pytest.mark.parametrize("name", _windows_pending.__all__)
