@@ -13,7 +13,8 @@ def import_optional(module, skipped, say=print):
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        say("{} skipped: {} is not installed ({})".format(skipped, module.split(".")[0], error))
+        missing = getattr(error, "name", None) or module  # e.g. tensorboard for torch.utils...
+        say("{} skipped: {} is not installed ({})".format(skipped, missing.split(".")[0], error))
         return None
 
 
