@@ -66,6 +66,12 @@ setup(
     python_requires=">=3.9",
     install_requires=["numpy"],
     # networkx is optional: flock.topology converts to and from networkx graphs when it is there.
-    extras_require={"networkx": ["networkx>=2.5"]},
+    # "examples": what examples/python needs (the main job, train_digits.py, uses torch and
+    # scikit-learn); tqdm and matplotlib only add progress bars and plots, skipped without them.
+    extras_require={
+        "networkx": ["networkx>=2.5"],
+        "torch": ["torch"],
+        "examples": ["torch", "torchvision", "scikit-learn", "tqdm", "matplotlib"],
+    },
     zip_safe=False,
 )

@@ -17,8 +17,10 @@ packages=(
   python3 python3-dev python3-venv python3-pip python3-setuptools python3-wheel
   pybind11-dev python3-pybind11 libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libdlpack-dev nlohmann-json3-dev
-  python3-numpy python3-torch python3-pytest python3-pytest-timeout python3-networkx python3-sklearn
-  python3-matplotlib python3-tqdm python3-mpi4py python3-torchvision
+  python3-numpy python3-torch python3-pytest python3-pytest-timeout python3-networkx python3-mpi4py
+  # setup.py's "examples" extra, from Debian: the main job needs torch and scikit-learn; the
+  # benchmark and ResNet examples torchvision; tqdm and matplotlib add progress bars and plots.
+  python3-sklearn python3-torchvision python3-tqdm python3-matplotlib
   iproute2 procps
   # flock-interactive (notebooks, %%px) and the test that runs the example notebook
   python3-ipyparallel python3-ipykernel python3-nbclient python3-nbformat
@@ -50,3 +52,5 @@ echo "setup: installing flock into .venv"
 FLOCK_CMAKE_BUILD_DIR="$root/build" .venv/bin/python -m pip install --no-build-isolation --no-deps \
   --no-index --quiet "$root"
 .venv/bin/python -c "import flock; print('setup: flock', flock.__version__, 'installed in', '$root/.venv')"
+.venv/bin/python -c "import torch, torchvision, sklearn, tqdm, matplotlib" ||
+  { echo "setup: the examples' packages (setup.py's 'examples' extra) do not import"; exit 1; }

@@ -8,18 +8,18 @@ value by sum_i W[i][j] x_i (x <- W^T x), where W is the topology's mixing matrix
 (flock.topology, W[i][j] = weight of the edge i -> j). The dynamic one-peer
 schedule uses a new W each iteration (its uniform-weight mixing graph). The plot
 shows the relative error ||x_k - mean|| / ||x_0 - mean|| on a log scale, with the
-spectral prediction |lambda_2|^k dashed for the static graphs.
+spectral prediction |lambda_2|^k dashed for the static graphs. Each curve's
+spectral gap and the iterations it takes to reach 1e-6 are printed too (all that
+remains when matplotlib is not installed).
 """
 
 import argparse
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")  # files only, no display needed
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from flock import topology as tu
 
-from flock import topology as tu  # noqa: E402
+from optional_extras import pyplot_or_none  # examples/python, beside this script
 
 STATIC = [
     ("ExponentialTwoGraph", tu.ExponentialTwoGraph),
@@ -58,18 +58,39 @@ def one_peer_matrices(size, iterations):
     return (schedule.mixing_graph(k).to_numpy() for k in range(iterations))
 
 
-def plot(size, iterations, seed, output):
+def curves(size, iterations, seed):
+    """[(label, errors, spectral gap or None)] for each static graph, then one-peer."""
     x0 = np.random.default_rng(seed).uniform(-1.0, 1.0, size)
-    fig, ax = plt.subplots(figsize=(11, 5.5))
-    for (name, make), color in zip(STATIC, plt.cm.tab10.colors):
+    result = []
+    for name, make in STATIC:
         w = make(size).to_numpy()
-        errors = consensus_errors([w] * iterations, x0)
-        gap = tu.spectral_gap(w)
-        ax.semilogy(errors, color=color, label="{} (gap {:.3f})".format(name, gap))
+        result.append((name, consensus_errors([w] * iterations, x0), tu.spectral_gap(w)))
+    result.append(("DynamicOnePeer(ExponentialTwo)",
+                   consensus_errors(one_peer_matrices(size, iterations), x0), None))
+    return result
+
+
+def print_summary(results):
+    for label, errors, gap in results:
+        reached = np.flatnonzero(errors < 1e-6)
+        print("{:<32} gap {:>6}  error below 1e-6 after {} iterations".format(
+            label, "-" if gap is None else "{:.3f}".format(gap),
+            reached[0] if reached.size else "more than {}".format(len(errors) - 1)))
+
+
+def plot(results, size, iterations, output):
+    """Draws the curves into output; False when matplotlib is missing."""
+    plt = pyplot_or_none("plot")
+    if plt is None:
+        return False
+    fig, ax = plt.subplots(figsize=(11, 5.5))
+    for (label, errors, gap), color in zip(results, plt.cm.tab10.colors):
+        if gap is None:
+            ax.semilogy(errors, color="black", linewidth=2.2, label=label)
+            continue
+        ax.semilogy(errors, color=color, label="{} (gap {:.3f})".format(label, gap))
         bound = _cut_at_floor((1.0 - gap) ** np.arange(iterations + 1))
         ax.semilogy(bound, color=color, linestyle="--", linewidth=0.8, alpha=0.6)
-    dynamic = consensus_errors(one_peer_matrices(size, iterations), x0)
-    ax.semilogy(dynamic, color="black", linewidth=2.2, label="DynamicOnePeer(ExponentialTwo)")
     ax.set_xlabel("iteration k")
     ax.set_ylabel("relative error  ||x_k - mean|| / ||x_0 - mean||")
     ax.set_title("Average consensus on {} nodes (dashed: |lambda_2|^k)".format(size))
@@ -79,6 +100,7 @@ def plot(size, iterations, seed, output):
     fig.tight_layout()
     fig.savefig(output, dpi=120)
     plt.close(fig)
+    return True
 
 
 def main():
@@ -88,8 +110,10 @@ def main():
     parser.add_argument("--seed", type=int, default=0, help="seed of the random start")
     parser.add_argument("--output", default="topology_consensus.png", help="PNG file to write")
     args = parser.parse_args()
-    plot(args.size, args.iterations, args.seed, args.output)
-    print("wrote", args.output)
+    results = curves(args.size, args.iterations, args.seed)
+    print_summary(results)
+    if plot(results, args.size, args.iterations, args.output):
+        print("wrote", args.output)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ import torch.nn.functional as F
 import flock.torch as bf
 from flock import topology as tu
 
-from topology_choices import TOPOLOGIES  # examples/python, beside this script
+from optional_extras import progress_bar, pyplot_or_none  # examples/python, beside this script
+from topology_choices import TOPOLOGIES
 
 OPTIMIZERS = ["gradient_allreduce", "allreduce", "neighbor_allreduce",
               "hierarchical_neighbor_allreduce"]
@@ -43,9 +44,10 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dist-optimizer", choices=OPTIMIZERS, default="neighbor_allreduce")
     p.add_argument("--topology", choices=sorted(TOPOLOGIES), default="exponential")
-    p.add_argument("--dynamic", action="store_true",
+    p.add_argument("--dynamic", "--enable-dynamic-topology", action="store_true",
                    help="one-peer dynamic topology (neighbor ops): one neighbour per step")
-    p.add_argument("--atc", action="store_true", help="adapt-then-combine instead of adapt-with-combine")
+    p.add_argument("--atc", "--atc-style", action="store_true",
+                   help="adapt-then-combine instead of adapt-with-combine")
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=32, help="per rank")
     p.add_argument("--lr", type=float, default=0.05)
@@ -82,7 +84,8 @@ def make_optimizer(args, model):
     if args.dist_optimizer == "gradient_allreduce":
         return bf.DistributedGradientAllreduceOptimizer(base, model)
     kind = bf.CommunicationType[args.dist_optimizer]
-    wrap = bf.DistributedAdaptThenCombineOptimizer if args.atc else bf.DistributedAdaptWithCombineOptimizer
+    wrap = (bf.DistributedAdaptThenCombineOptimizer if args.atc
+            else bf.DistributedAdaptWithCombineOptimizer)
     return wrap(base, model, communication_type=kind)
 
 
@@ -158,11 +161,8 @@ def train(args):
     generator = torch.Generator().manual_seed(args.seed * 1000 + rank)
 
     history = []
-    progress = None
-    if rank == 0 and not args.no_progress:
-        from tqdm import tqdm
-        progress = tqdm(total=args.epochs * steps_per_epoch, unit="step", file=sys.stderr,
-                        mininterval=0.5, dynamic_ncols=True, leave=False)
+    progress = progress_bar(args.epochs * steps_per_epoch, "training",
+                            enabled=rank == 0 and not args.no_progress)
 
     def say(line):
         if progress is not None:
@@ -220,17 +220,17 @@ def train(args):
             print("  rank {} final test accuracy: {:.2%}".format(r, acc))
         print("  averaged model test accuracy: {:.2%}".format(averaged))
         print("  final consensus distance: {:.2e}".format(history[-1]["consensus"]))
-        if args.plot:
-            plot(history, args, args.plot)
+        if args.plot and plot(history, args, args.plot):
             print("  curves written to {}".format(args.plot))
     bf.shutdown()
     return history, final.tolist(), averaged
 
 
 def plot(history, args, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Accuracy, loss and consensus curves in one PNG; False when matplotlib is missing."""
+    plt = pyplot_or_none("plot")
+    if plt is None:
+        return False
     epochs = [h["epoch"] for h in history]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     axes[0].plot(epochs, [h["test_acc"] for h in history], label="mean over ranks")
@@ -249,6 +249,7 @@ def plot(history, args, path):
         " ATC" if args.atc else ""))
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+    return True
 
 
 if __name__ == "__main__":

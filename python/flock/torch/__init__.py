@@ -16,5 +16,6 @@ from flock.timeline import (timeline_context, timeline_end_activity,  # noqa: F4
                             timeline_start_activity)
 from flock.engine import engine_counters  # noqa: F401
 from flock.torch.optim import *  # noqa: F401,F403  (Distributed*Optimizer, CommunicationType)
+from flock.torch._windows_pending import *  # noqa: F401,F403  (win_*: not supported yet)
 from flock.torch.utility import (allreduce_parameters, broadcast_object,  # noqa: F401
                                  broadcast_optimizer_state, broadcast_parameters)
