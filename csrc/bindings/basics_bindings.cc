@@ -81,11 +81,17 @@ void BindBasics(py::module_& m) {
       },
       "Starts recording a timeline (one file per rank, see docs/timeline.md).");
   m.def("timeline_stop", [] { RequireRuntime().engine().timeline().Stop(); });
+  // Both return whether a timeline is being recorded (Bluefog's return value).
   m.def("timeline_begin", [](const std::string& row, const std::string& span) {
-    RequireRuntime().engine().timeline().Begin(row, span);
+    Timeline& timeline = RequireRuntime().engine().timeline();
+    timeline.Begin(row, span);
+    return timeline.active();
   });
-  m.def("timeline_end",
-        [](const std::string& row) { RequireRuntime().engine().timeline().End(row); });
+  m.def("timeline_end", [](const std::string& row) {
+    Timeline& timeline = RequireRuntime().engine().timeline();
+    timeline.End(row);
+    return timeline.active();
+  });
   m.attr("__version__") = FLOCK_VERSION;
 }
 

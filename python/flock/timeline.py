@@ -25,15 +25,15 @@ def timeline_stop():
 
 
 def timeline_start_activity(tensor_name, activity_name):
-    """Opens a span ``activity_name`` on the row ``tensor_name``. Returns True."""
-    core.timeline_begin(tensor_name, activity_name)
-    return True
+    """Opens a span ``activity_name`` on the row ``tensor_name``. Returns whether a timeline
+    is being recorded (False: nothing was recorded, as Bluefog)."""
+    return core.timeline_begin(tensor_name, activity_name)
 
 
 def timeline_end_activity(tensor_name):
-    """Closes the innermost open span on the row ``tensor_name``. Returns True."""
-    core.timeline_end(tensor_name)
-    return True
+    """Closes the innermost open span on the row ``tensor_name``; returns whether a timeline
+    is being recorded."""
+    return core.timeline_end(tensor_name)
 
 
 @contextlib.contextmanager

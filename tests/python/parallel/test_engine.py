@@ -307,3 +307,18 @@ def test_timeline_records_phases_with_nesting(rank, size):
     batch_phases = {e["name"] for e in by_row["tl.batch.1"] if e["ph"] == "B"}
     assert {"MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT_FUSION_BUFFER"} <= batch_phases, batch_phases
     assert [e["name"] for e in by_row["user.row"] if e["ph"] == "B"] == ["MY_ACTIVITY"]
+
+
+def test_activities_say_whether_a_timeline_records_them(size):
+    # Bluefog's return value: False while no timeline is open, True while one records.
+    assert bf.timeline_start_activity("user.row", "IDLE") is False
+    assert bf.timeline_end_activity("user.row") is False
+    path = "/tmp/flock-test-activity-np{}.json".format(size)
+    bf.timeline_start(path)
+    try:
+        assert bf.timeline_start_activity("user.row", "BUSY") is True
+        assert bf.timeline_end_activity("user.row") is True
+    finally:
+        bf.timeline_stop()
+        os.remove(path.replace(".json", ".rank{}.json".format(bf.rank())))
+    assert bf.timeline_start_activity("user.row", "AFTER") is False
