@@ -33,7 +33,8 @@ import torch.nn.functional as F
 import flock.torch as bf
 from flock import topology as tu
 
-from optional_extras import progress_bar, pyplot_or_none  # examples/python, beside this script
+from example_support import DynamicTopology, make_dist_optimizer  # beside this script
+from optional_extras import progress_bar, pyplot_or_none
 from topology_choices import TOPOLOGIES
 
 OPTIMIZERS = ["gradient_allreduce", "allreduce", "neighbor_allreduce",
@@ -81,39 +82,7 @@ def make_model(hidden, seed):
 
 def make_optimizer(args, model):
     base = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
-    if args.dist_optimizer == "gradient_allreduce":
-        return bf.DistributedGradientAllreduceOptimizer(base, model)
-    kind = bf.CommunicationType[args.dist_optimizer]
-    wrap = (bf.DistributedAdaptThenCombineOptimizer if args.atc
-            else bf.DistributedAdaptWithCombineOptimizer)
-    return wrap(base, model, communication_type=kind)
-
-
-class DynamicTopology:
-    """Per step, the knobs of a one-peer dynamic topology (neighbor ops only)."""
-
-    def __init__(self, args):
-        self.kind = args.dist_optimizer
-        if self.kind == "neighbor_allreduce":
-            self.schedule = tu.GetDynamicOnePeerSendRecvRanks(bf.load_topology(), bf.rank())
-        elif self.kind == "hierarchical_neighbor_allreduce" and bf.machine_size() > 1:
-            self.schedule = tu.GetExp2DynamicSendRecvMachineRanks(
-                bf.size(), bf.local_size(), bf.rank(), bf.local_rank())
-        else:
-            self.schedule = None
-
-    def apply(self, optimizer):
-        if self.schedule is None:
-            return
-        send, recv = next(self.schedule)
-        weight = 1.0 / (len(recv) + 1)
-        optimizer.self_weight = weight
-        if self.kind == "neighbor_allreduce":
-            optimizer.src_weights = {r: weight for r in recv}
-            optimizer.dst_weights = list(send)
-        else:
-            optimizer.src_machine_weights = {m: weight for m in recv}
-            optimizer.dst_machine_weights = list(send)
+    return make_dist_optimizer(args.dist_optimizer, base, model, atc_style=args.atc)
 
 
 def evaluate(model, x, y):
@@ -157,7 +126,7 @@ def train(args):
     model = make_model(args.hidden, args.seed)
     bf.broadcast_parameters(model.state_dict(), root_rank=0)
     optimizer = make_optimizer(args, model)
-    dynamic = DynamicTopology(args) if args.dynamic else None
+    dynamic = DynamicTopology(args.dist_optimizer) if args.dynamic else None
     generator = torch.Generator().manual_seed(args.seed * 1000 + rank)
 
     history = []
