@@ -33,6 +33,7 @@ import numpy as np
 from flock._core_loader import core
 from flock._public import publish
 from flock import topology_util
+from flock._agreement import allgather_rows
 from flock.errors import FlockAbortedError, FlockInvalidArgumentError, FlockMismatchError
 from flock.topology import ExponentialGraph, Graph, as_graph
 
@@ -173,9 +174,8 @@ def _record(graph):
 
 def _agree(what, graph, error):
     """Raises on every rank unless every rank passed the same valid graph."""
-    import flock.numpy
     mine = np.array([_record(graph)], dtype=np.int64)
-    table = flock.numpy.allgather(mine, name="flock." + what)
+    table = allgather_rows(mine, "flock." + what)
     if error is not None:
         raise FlockInvalidArgumentError(error)
     rejected = np.flatnonzero(table[:, 0]).tolist()

@@ -10,7 +10,7 @@ from flock.basics import (init, is_homogeneous, is_initialized, local_rank,  # n
 from flock.errors import (FlockAbortedError, FlockError, FlockInvalidArgumentError,  # noqa: F401
                           FlockMismatchError, FlockNotInitializedError, FlockTransportError,
                           FlockUnsupportedError)
-from flock.numpy import _adapter
+from flock import _numpy_adapter as _adapter
 from flock.timeline import (timeline_context, timeline_end_activity,  # noqa: F401
                             timeline_start_activity)
 from flock.engine import engine_counters  # noqa: F401

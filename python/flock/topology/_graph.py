@@ -23,6 +23,11 @@ Conversions: ``to_networkx()`` / ``Graph.from_networkx(g)``, ``to_numpy()`` /
 ``Graph.from_numpy(w)``; ``as_graph`` (in _convert.py) accepts any of them.
 """
 
+import math
+import numbers
+
+import numpy as np
+
 from flock._core_loader import core
 from flock.errors import FlockInvalidArgumentError
 from flock.topology._views import EdgeView, NodeView, index_arg
@@ -93,7 +98,6 @@ class Graph:
 
     def to_numpy(self):
         """The dense n x n weight matrix W as a float64 numpy array."""
-        import numpy as np
         return np.ascontiguousarray(self._g.to_dense())
 
     def to_networkx(self):
@@ -110,13 +114,11 @@ class Graph:
 
     @classmethod
     def from_networkx(cls, graph, weighted=None):
-        from flock.topology._convert import graph_from_networkx
         return graph_from_networkx(graph, weighted)
 
     @classmethod
     def from_numpy(cls, matrix, weighted=True):
         """One edge per nonzero entry of the square matrix ``matrix`` (W[i][j] = matrix[i, j])."""
-        from flock.topology._convert import graph_from_numpy
         return graph_from_numpy(matrix, weighted)
 
     # ---- networkx-style reading (Bluefog scripts use these on topologies)
@@ -192,6 +194,62 @@ class Graph:
 
     def __reduce__(self):
         return (_from_json, (_core_topology.to_json_string(self._g),))
+
+
+# ---- conversions from networkx and numpy (as_graph in _convert.py picks one)
+
+def graph_from_numpy(matrix, weighted=True):
+    try:
+        w = np.asarray(matrix, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise FlockInvalidArgumentError(
+            "a topology matrix must hold numbers: {}".format(error)) from None
+    if w.ndim != 2 or w.shape[0] != w.shape[1]:
+        raise FlockInvalidArgumentError(
+            "a topology matrix must be square (n x n), got shape {}".format(w.shape))
+    return Graph._wrap(_core_topology.Graph.from_dense(w, bool(weighted)))
+
+
+def graph_from_networkx(graph, weighted=None):
+    """A flock Graph with the nodes, edges and "weight" attributes of a networkx graph."""
+    if graph.is_multigraph():
+        raise FlockInvalidArgumentError(
+            "a topology cannot be a networkx multigraph (parallel edges have no single weight)")
+    size = graph.number_of_nodes()
+    for node in graph.nodes:
+        if isinstance(node, bool) or not isinstance(node, numbers.Integral) or not 0 <= node < size:
+            raise FlockInvalidArgumentError(
+                "the nodes of a networkx topology must be the ranks 0 .. {} (the integers "
+                "below its node count {}); found node {!r}".format(size - 1, size, node))
+    edges, all_weighted = _networkx_edges(graph)
+    if weighted is None:
+        weighted = graph.graph.get("weighted", all_weighted and len(edges) > 0)
+    return Graph._wrap(_core_topology.Graph.from_edges(size, edges, bool(weighted)))
+
+
+def _networkx_edges(graph):
+    """[(u, v, w)] of a networkx graph (both ways when undirected), and whether all had a weight."""
+    edges = []
+    all_weighted = True
+    for u, v, data in graph.edges(data=True):
+        all_weighted = all_weighted and "weight" in data
+        weight = _edge_weight(u, v, data.get("weight", 1.0))
+        edges.append((int(u), int(v), weight))
+        if not graph.is_directed() and u != v:
+            edges.append((int(v), int(u), weight))
+    return edges, all_weighted
+
+
+def _edge_weight(u, v, weight):
+    try:
+        value = float(weight)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise FlockInvalidArgumentError(
+            "edge {} -> {} of the topology has weight {!r}: weights must be finite numbers "
+            ">= 0".format(u, v, weight))
+    return value
 
 
 def _from_json(text):

@@ -17,6 +17,7 @@ which is only right for symmetric graphs).
 
 import numpy as np
 
+from flock._agreement import allgather_rows
 from flock._args import as_rank_list
 from flock._core_loader import core
 from flock._public import publish
@@ -43,7 +44,7 @@ def _infer(what, arg_name, ranks, lists_are_sources, construct_adjacency_matrix)
         row[0, [1 + int(r) for r in ranks]] = 1
     else:
         row[0, 0] = 1
-    table = _allgather(row, "flock.topology." + what)
+    table = allgather_rows(row, "flock.topology." + what)
     if error is not None:
         raise FlockInvalidArgumentError(error)
     rejected = np.flatnonzero(table[:, 0]).tolist()
@@ -74,11 +75,6 @@ def _check_rank_list(what, arg_name, ranks, rank, size):
     if rank in ranks:
         return "{}: {} = {} contains this rank ({}) itself".format(what, arg_name, ranks, rank)
     return None
-
-
-def _allgather(row, name):
-    import flock.numpy
-    return flock.numpy.allgather(row, name=name)
 
 
 publish(globals(), [
