@@ -147,21 +147,9 @@ def train(args):
                 len(x_local), steps_per_epoch))
     start = time.monotonic()
     for epoch in range(1, args.epochs + 1):
-        model.train()
         order = torch.randperm(len(x_local), generator=generator)
-        losses = []
-        for step in range(steps_per_epoch):
-            batch = order[(step * args.batch_size) % len(x_local):][:args.batch_size]
-            if dynamic is not None:
-                dynamic.apply(optimizer)
-            optimizer.zero_grad()
-            loss = F.cross_entropy(model(x_local[batch]), y_local[batch])
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-            if progress is not None:
-                progress.update(1)
-        model.eval()
+        losses = train_epoch(model, optimizer, dynamic, (x_local[order], y_local[order]),
+                             steps_per_epoch, args.batch_size, progress)
         test_loss, test_acc = evaluate(model, x_test, y_test)
         stats = bf.allreduce(torch.tensor([float(np.mean(losses)), test_loss, test_acc]),
                              name="epoch.stats")
@@ -183,16 +171,40 @@ def train(args):
     averaged = averaged_model_accuracy(model, x_test, y_test)
     if rank == 0:
         samples = args.epochs * steps_per_epoch * args.batch_size * size
-        print("summary: {} epochs in {:.1f} s ({:.0f} samples/s over {} ranks)".format(
-            args.epochs, elapsed, samples / elapsed, size))
-        for r, acc in enumerate(final.tolist()):
-            print("  rank {} final test accuracy: {:.2%}".format(r, acc))
-        print("  averaged model test accuracy: {:.2%}".format(averaged))
-        print("  final consensus distance: {:.2e}".format(history[-1]["consensus"]))
-        if args.plot and plot(history, args, args.plot):
-            print("  curves written to {}".format(args.plot))
+        print_summary(args, history, final.tolist(), averaged, elapsed, samples)
     bf.shutdown()
     return history, final.tolist(), averaged
+
+
+def train_epoch(model, optimizer, dynamic, data, steps, batch_size, progress):
+    """One epoch of local steps on this rank's shuffled shard; returns the step losses."""
+    x, y = data
+    model.train()
+    losses = []
+    for step in range(steps):
+        batch = slice((step * batch_size) % len(x), (step * batch_size) % len(x) + batch_size)
+        if dynamic is not None:
+            dynamic.apply(optimizer)
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x[batch]), y[batch])
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        if progress is not None:
+            progress.update(1)
+    model.eval()
+    return losses
+
+
+def print_summary(args, history, final_accuracies, averaged, elapsed, samples):
+    print("summary: {} epochs in {:.1f} s ({:.0f} samples/s over {} ranks)".format(
+        args.epochs, elapsed, samples / elapsed, len(final_accuracies)))
+    for r, acc in enumerate(final_accuracies):
+        print("  rank {} final test accuracy: {:.2%}".format(r, acc))
+    print("  averaged model test accuracy: {:.2%}".format(averaged))
+    print("  final consensus distance: {:.2e}".format(history[-1]["consensus"]))
+    if args.plot and plot(history, args, args.plot):
+        print("  curves written to {}".format(args.plot))
 
 
 def plot(history, args, path):
