@@ -56,6 +56,9 @@ void BindBasics(py::module_& m) {
         [] { return RequireRuntime().transport().unified_window_model(); });
   m.def("nccl_built", [] { return NcclBuilt(); });
   m.def("quiet", [] { return RequireRuntime().config().quiet; });
+  m.def(
+      "logs_debug", [] { return LogEnabled(LogLevel::kDebug); },
+      "Whether FLOCK_LOG_LEVEL (parsed at init) is debug or trace.");
   m.def("cuda_toolkit_found", [] { return FLOCK_WITH_NCCL != 0; });
   m.def(
       "abort",

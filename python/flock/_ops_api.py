@@ -11,6 +11,21 @@ from flock._public import public
 
 
 def make_ops(adapter):
+    """Every op of a framework module, by name, each behind the public-API edge."""
+    ops = {}
+    for build in (_allreduce_ops, _broadcast_and_allgather_ops, _neighbor_allreduce_ops,
+                  _other_neighbor_ops):
+        ops.update(build(adapter))
+    ops.update(barrier=c.barrier, synchronize=c.synchronize, wait=c.synchronize, poll=c.poll)
+    return {name: public(fn) for name, fn in ops.items()}
+
+
+def _by_name(*functions):
+    return {fn.__name__: fn for fn in functions}
+
+
+def _allreduce_ops(adapter):
+    """allreduce, allreduce_ and their nonblocking forms (Bluefog's argument order)."""
     def allreduce_nonblocking(tensor, average=None, is_hierarchical_local=False, name=None, *,
                               op=None):
         """Starts an allreduce (average by default) and returns its handle."""
@@ -36,6 +51,11 @@ def make_ops(adapter):
                                                      is_hierarchical_local, inplace=True,
                                                      wait_follows=True))
 
+    return _by_name(allreduce_nonblocking, allreduce_nonblocking_, allreduce, allreduce_)
+
+
+def _broadcast_and_allgather_ops(adapter):
+    """broadcast, broadcast_, allgather and their nonblocking forms."""
     def broadcast_nonblocking(tensor, root_rank, name=None):
         return c.broadcast_nonblocking(adapter, tensor, root_rank, name)
 
@@ -59,6 +79,12 @@ def make_ops(adapter):
         """Every rank's tensor concatenated along dim 0 (dim 0 may differ between ranks)."""
         return c.synchronize(c.allgather_nonblocking(adapter, tensor, name, wait_follows=True))
 
+    return _by_name(broadcast_nonblocking, broadcast_nonblocking_, broadcast, broadcast_,
+                    allgather_nonblocking, allgather)
+
+
+def _neighbor_allreduce_ops(adapter):
+    """neighbor_allreduce, neighbor_allreduce_ and their nonblocking forms."""
     def neighbor_allreduce_nonblocking(tensor, self_weight=None, src_weights=None,
                                        dst_weights=None, enable_topo_check=True, name=None):
         """Starts a neighbor_allreduce (see neighbor_allreduce) and returns its handle."""
@@ -91,12 +117,18 @@ def make_ops(adapter):
             adapter, tensor, self_weight, src_weights, dst_weights, enable_topo_check, name,
             inplace=True, wait_follows=True))
 
-    def neighbor_allgather_nonblocking(tensor, src_ranks=None, dst_ranks=None,
+    return _by_name(neighbor_allreduce_nonblocking, neighbor_allreduce_nonblocking_,
+                    neighbor_allreduce, neighbor_allreduce_)
+
+
+def _other_neighbor_ops(adapter):
+    """neighbor_allgather, pair_gossip, hierarchical_neighbor_allreduce (+ nonblocking)."""
+    def neighbor_allgather_nonblocking(tensor, src_ranks=None, dst_ranks=None, *,
                                        enable_topo_check=True, name=None):
         return n.neighbor_allgather_nonblocking(adapter, tensor, src_ranks, dst_ranks,
                                                 enable_topo_check, name)
 
-    def neighbor_allgather(tensor, src_ranks=None, dst_ranks=None, enable_topo_check=True,
+    def neighbor_allgather(tensor, src_ranks=None, dst_ranks=None, *, enable_topo_check=True,
                            name=None):
         """The in-neighbours' tensors concatenated on dim 0 (in_neighbor_ranks() order, or
         ``src_ranks`` order when ``src_ranks`` and ``dst_ranks`` give this call's peers).
@@ -139,21 +171,6 @@ def make_ops(adapter):
             adapter, tensor, self_weight, src_machine_weights, dst_machine_weights,
             enable_topo_check, name, wait_follows=True))
 
-    ops = dict(allreduce_nonblocking=allreduce_nonblocking,
-               allreduce_nonblocking_=allreduce_nonblocking_, allreduce=allreduce,
-               allreduce_=allreduce_, broadcast_nonblocking=broadcast_nonblocking,
-               broadcast_nonblocking_=broadcast_nonblocking_, broadcast=broadcast,
-               broadcast_=broadcast_, allgather_nonblocking=allgather_nonblocking,
-               allgather=allgather, barrier=c.barrier,
-               neighbor_allreduce_nonblocking=neighbor_allreduce_nonblocking,
-               neighbor_allreduce_nonblocking_=neighbor_allreduce_nonblocking_,
-               neighbor_allreduce=neighbor_allreduce, neighbor_allreduce_=neighbor_allreduce_,
-               neighbor_allgather_nonblocking=neighbor_allgather_nonblocking,
-               neighbor_allgather=neighbor_allgather,
-               pair_gossip_nonblocking=pair_gossip_nonblocking, pair_gossip=pair_gossip,
-               hierarchical_neighbor_allreduce_nonblocking=(
-                   hierarchical_neighbor_allreduce_nonblocking),
-               hierarchical_neighbor_allreduce=hierarchical_neighbor_allreduce,
-               synchronize=c.synchronize,
-               wait=c.synchronize, poll=c.poll)
-    return {name: public(fn) for name, fn in ops.items()}
+    return _by_name(neighbor_allgather_nonblocking, neighbor_allgather, pair_gossip_nonblocking,
+                    pair_gossip, hierarchical_neighbor_allreduce_nonblocking,
+                    hierarchical_neighbor_allreduce)

@@ -12,11 +12,9 @@ and its full traceback is what a bug report needs. With FLOCK_LOG_LEVEL=debug
 """
 
 import functools
-import os
 
+from flock._core_loader import core
 from flock.errors import FlockError
-
-_FULL_TRACEBACKS = ("debug", "trace")
 
 
 def public(fn):
@@ -27,7 +25,7 @@ def public(fn):
         try:
             return fn(*args, **kwargs)
         except FlockError as error:
-            if os.environ.get("FLOCK_LOG_LEVEL", "").lower() in _FULL_TRACEBACKS:
+            if core.logs_debug():
                 raise
             raise error.with_traceback(None)  # flock's own frames hidden (FLOCK_LOG_LEVEL=debug)
 
