@@ -10,8 +10,9 @@ with one row per tensor name under it. Merging is concatenation, plus two fixes:
   so that the end of the first span on a row every rank has (``init()``'s
   ``flock.set_topology`` allgather, a collective that ends at about the same time
   on every rank) lines up; ``--no-align`` keeps each rank's own clock.
-- **Unfinished files.** A rank that died leaves a file without its closing ``]``;
-  it is read anyway, as the trace viewers do.
+- **Unfinished files.** A rank that died leaves a file without its closing ``]``,
+  often cut in the middle of an event (the trace is written through a buffer);
+  it is read anyway, up to its last whole event, as the trace viewers do.
 
 Standard library only, so it also runs where flock is not built:
 ``python python/flock/timeline_merge.py merge OUT.json t.json``.
@@ -29,16 +30,28 @@ ALIGN_ROW = "flock.set_topology"
 
 
 def read_trace(path: str) -> List[dict]:
-    """The events of one trace file (the closing "]" may be missing)."""
+    """The events of one trace file; a file cut short (no closing "]", or a last event
+    cut in the middle: one event per line) gives its whole events."""
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     try:
         events = json.loads(text)
     except json.JSONDecodeError:
-        events = json.loads(text.rstrip().rstrip(",") + "\n]")
+        events = _whole_events(path, text)
     if not isinstance(events, list):
         raise ValueError(f"{path}: not a trace-event array")
     return events
+
+
+def _whole_events(path: str, text: str) -> list:
+    """The events of an unfinished file: close it after the last line that parses."""
+    lines = text.rstrip().split("\n")
+    while lines:
+        try:
+            return json.loads("\n".join(lines).rstrip().rstrip(",") + "\n]")
+        except json.JSONDecodeError:
+            lines.pop()  # a line cut in the middle of an event
+    raise ValueError(f"{path}: not a trace-event file")
 
 
 def rank_files(path: str) -> List[str]:

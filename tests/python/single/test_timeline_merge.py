@@ -54,6 +54,10 @@ def test_an_unfinished_file_is_read_and_rank_files_are_found_in_rank_order(tmp_p
     assert [p.rsplit("/", 1)[1] for p in paths] == [
         "t.rank0.json", "t.rank1.json", "t.rank2.json", "t.rank10.json"]
     assert read_trace(paths[3]) == trace(10, 0.0)
+    whole = "[\n" + ",\n".join(json.dumps(e) for e in trace(2, 0.0))  # one event a line
+    cut = whole[:whole.rindex("{") + 12]  # a rank died in the middle of its last event
+    (tmp_path / "cut.json").write_text(cut)
+    assert read_trace(str(tmp_path / "cut.json")) == trace(2, 0.0)[:-1]
     (tmp_path / "u.0.json").write_text("[]")
     assert rank_files(str(tmp_path / "u.{rank}.json")) == [str(tmp_path / "u.0.json")]
 
