@@ -4,12 +4,13 @@ environment at init), a rank that dies, and flockrun's timeline option."""
 import glob
 import json
 import shutil
-import subprocess
 import sys
 import textwrap
 import time
 
 import pytest
+
+from jobs import run_session
 
 FLOCKRUN = shutil.which("flockrun")
 pytestmark = pytest.mark.skipif(FLOCKRUN is None, reason="flockrun is not installed on PATH")
@@ -19,8 +20,8 @@ def run_job(tmp_path, np, code, *flockrun_args, env=None, timeout=90):
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent(code))
     start = time.monotonic()
-    result = subprocess.run([FLOCKRUN, "-np", str(np), *flockrun_args, sys.executable, str(script)],
-                            capture_output=True, text=True, timeout=timeout, env=env)
+    result = run_session([FLOCKRUN, "-np", str(np), *flockrun_args, sys.executable, str(script)],
+                         timeout=timeout, env=env)
     return result, time.monotonic() - start
 
 

@@ -14,6 +14,8 @@ import textwrap
 
 import pytest
 
+from jobs import run_session
+
 FLOCKRUN = shutil.which("flockrun")
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "python")
 pytestmark = pytest.mark.skipif(FLOCKRUN is None, reason="flockrun is not installed on PATH")
@@ -21,9 +23,8 @@ pytestmark = pytest.mark.skipif(FLOCKRUN is None, reason="flockrun is not instal
 
 def run_example(np, script, *args, env=None, timeout=180, check=True):
     environ = dict(os.environ, **(env or {}))
-    result = subprocess.run([FLOCKRUN, "-np", str(np), sys.executable,
-                             os.path.join(EXAMPLES, script), *args],
-                            capture_output=True, text=True, timeout=timeout, env=environ)
+    result = run_session([FLOCKRUN, "-np", str(np), sys.executable,
+                          os.path.join(EXAMPLES, script), *args], timeout=timeout, env=environ)
     if check:
         assert result.returncode == 0, result.stdout + result.stderr
     return result if not check else result.stdout

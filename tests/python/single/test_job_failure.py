@@ -4,12 +4,13 @@ summary from flockrun, not the other ranks' reports or mpirun's boxes."""
 import os
 import re
 import shutil
-import subprocess
 import sys
 import textwrap
 import time
 
 import pytest
+
+from jobs import run_session
 
 FLOCKRUN = shutil.which("flockrun")
 pytestmark = pytest.mark.skipif(FLOCKRUN is None, reason="flockrun is not installed on PATH")
@@ -27,8 +28,7 @@ def test_exception_on_rank_2_of_4_ends_the_job_within_30s(tmp_path):
         time.sleep(120)
     """))
     start = time.monotonic()
-    result = subprocess.run([FLOCKRUN, "-np", "4", sys.executable, str(script)],
-                            capture_output=True, text=True, timeout=90)
+    result = run_session([FLOCKRUN, "-np", "4", sys.executable, str(script)], timeout=90)
     elapsed = time.monotonic() - start
     assert result.returncode != 0
     assert elapsed < 30, "the job took {:.1f}s to end".format(elapsed)
@@ -47,8 +47,7 @@ def test_successful_job_exits_zero(tmp_path):
     script = tmp_path / "ok.py"
     script.write_text("import flock.torch as bf, torch\nbf.init()\n"
                       "assert bf.allreduce(torch.ones(1), op='sum').item() == bf.size()\n")
-    result = subprocess.run([FLOCKRUN, "-np", "3", sys.executable, str(script)],
-                            capture_output=True, text=True, timeout=90)
+    result = run_session([FLOCKRUN, "-np", "3", sys.executable, str(script)], timeout=90)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -63,8 +62,7 @@ def test_sys_exit_with_failure_status_on_one_rank_ends_the_job(tmp_path):
         time.sleep(120)
     """))
     start = time.monotonic()
-    result = subprocess.run([FLOCKRUN, "-np", "3", sys.executable, str(script)],
-                            capture_output=True, text=True, timeout=90)
+    result = run_session([FLOCKRUN, "-np", "3", sys.executable, str(script)], timeout=90)
     assert time.monotonic() - start < 30
     assert result.returncode == 3, result.stdout + result.stderr
     assert "rank 1 exits with status 3" in result.stderr
@@ -83,8 +81,8 @@ def run_failing(tmp_path, code, *flockrun_args, num_proc=4):
         time.sleep(120)
     """).format(code))
     start = time.monotonic()
-    result = subprocess.run([FLOCKRUN, *flockrun_args, "-np", str(num_proc), sys.executable,
-                             str(script)], capture_output=True, text=True, timeout=90)
+    result = run_session([FLOCKRUN, *flockrun_args, "-np", str(num_proc), sys.executable,
+                          str(script)], timeout=90)
     return result, time.monotonic() - start
 
 

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from flock.timeline_merge import first_span_end, merge, rank_files, read_trace
+from jobs import run_session
 
 
 def trace(rank, start):
@@ -72,9 +73,8 @@ def test_merge_of_a_real_two_rank_job(tmp_path):
             for i in range(3):
                 bf.allreduce(torch.ones(8), name="grad")
     """))
-    job = subprocess.run(["flockrun", "-np", "2", "--timeline-filename", "t.json",
-                          sys.executable, str(script)], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120)
+    job = run_session(["flockrun", "-np", "2", "--timeline-filename", "t.json",
+                       sys.executable, str(script)], cwd=tmp_path, timeout=120)
     assert job.returncode == 0, job.stderr
     tool = subprocess.run([sys.executable, "-m", "flock.timeline_merge", "merge", "all.json",
                            "t.json"], cwd=tmp_path, capture_output=True, text=True,
