@@ -21,6 +21,8 @@ import operator
 
 def as_rank(what, value):
     """``value`` as a Python int, or TypeError naming ``what``."""
+    if type(value) is int:  # the common case, first: these run on every neighbor call
+        return value
     if isinstance(value, (bool, float, str, bytes)) or _is_bool_like(value):
         raise TypeError("{} must be an integer rank, got {!r}".format(what, value))
     try:
@@ -41,6 +43,8 @@ def as_rank_list(what, value):
 
 def as_weight(what, value):
     """``value`` as a Python float, or TypeError naming ``what``."""
+    if type(value) is float:
+        return value
     if isinstance(value, (bool, str, bytes)) or _is_bool_like(value):
         raise TypeError("{} must be a number, got {!r}".format(what, value))
     if isinstance(value, numbers.Real):
@@ -64,7 +68,7 @@ def as_weight_map(what, value, allow_list, named):
         for r, w in value.items():
             rank = as_rank(what, r)
             named.append(rank)
-            pairs.append((rank, as_weight("{}[{}]".format(what, rank), w)))
+            pairs.append((rank, w if type(w) is float else as_weight(_entry(what, rank), w)))
         return pairs
     if allow_list and not isinstance(value, (str, bytes)) and _is_iterable(value):
         ranks = []
@@ -74,6 +78,10 @@ def as_weight_map(what, value, allow_list, named):
         return [(r, 1.0) for r in ranks]
     kind = "a dict {rank: weight} or a list of ranks" if allow_list else "a dict {rank: weight}"
     raise TypeError("{} must be {}, got {!r}".format(what, kind, type(value).__name__))
+
+
+def _entry(what, rank):
+    return "{}[{}]".format(what, rank)
 
 
 def _is_iterable(value):
