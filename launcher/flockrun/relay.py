@@ -10,7 +10,9 @@ stderr back (tagged_stream.py), and writes
   ``PARTIAL_LINE_WAIT_S`` (a prompt, "epoch 1 ... " before a long step) it is
   written as it is, and whatever another rank writes next starts on a new line,
   so lines of different ranks never share a terminal line;
-- mpirun's own lines that MpirunMessages does not hide (mpirun_messages.py).
+- mpirun's own lines that MpirunMessages does not hide (mpirun_messages.py);
+  text of mpirun's left without its line end for ``PARTIAL_LINE_WAIT_S``, or
+  at the end, counts as a line of its own and is filtered like the others.
 
 It keeps what the failure summary needs: each rank's last lines, the ranks
 that said they were terminated (flock's one line, hidden), mpirun's facts.
@@ -19,7 +21,8 @@ It is pure: bytes and a clock in, calls to ``write(stream, bytes)`` out.
 
 import collections
 import re
-from typing import Callable, Deque, Dict, List, Optional, Set, Tuple
+from dataclasses import dataclass
+from typing import Callable, Deque, Dict, List, Optional, Set, Tuple, Union
 
 from flockrun.mpirun_messages import MpirunMessages, RankFailure
 from flockrun.tagged_stream import LineJoiner, Owner, TagSplitter
@@ -40,6 +43,16 @@ ENDING_JOB_RE = re.compile(rb"^flock: (?:uncaught exception on rank (\d+)|rank (
 Writer = Callable[[str, bytes], None]
 
 
+@dataclass(frozen=True)
+class _MpirunText:
+    """The LineJoiner key of mpirun's own text on one stream (a rank's is its Owner)."""
+
+    stream: str
+
+
+_Key = Union[Tuple[int, str], _MpirunText]
+
+
 class OutputRelay:
     """Routes mpirun's two output streams to ``write``; see the module docstring."""
 
@@ -54,7 +67,7 @@ class OutputRelay:
         self._verbose = verbose
         self._splitters = {"stdout": TagSplitter(), "stderr": TagSplitter()}
         self._joiner = LineJoiner()
-        self._changed: Dict[object, float] = {}  # owner -> when its partial text last grew
+        self._changed: Dict[_Key, float] = {}  # key -> when its partial text last grew
         self._last_feed = {"stdout": 0.0, "stderr": 0.0}
         self._carry: Dict[Tuple[int, str], bytes] = {}  # a line's part already written
         # Per output stream: (owner whose line is unfinished there, may it go on unprefixed).
@@ -67,27 +80,22 @@ class OutputRelay:
             self._route(stream, owner, text, now)
 
     def tick(self, now: float) -> None:
-        """Writes rank lines left unfinished for PARTIAL_LINE_WAIT_S or more."""
+        """Writes lines left unfinished for PARTIAL_LINE_WAIT_S or more (mpirun's as lines)."""
         for stream, splitter in self._splitters.items():
             if now - self._last_feed[stream] >= PARTIAL_LINE_WAIT_S:
                 for owner, text in splitter.finish():  # not a tag start after all
                     self._route(stream, owner, text, self._last_feed[stream])
-        for owner in self._joiner.owners_with_partial():
-            waited = now - self._changed.get(owner, now)
-            if isinstance(owner, tuple) and waited >= PARTIAL_LINE_WAIT_S:
-                self._rank_segment(owner, self._joiner.take_partial(owner))
+        for key in self._joiner.owners_with_partial():
+            if now - self._changed.get(key, now) >= PARTIAL_LINE_WAIT_S:
+                self._write_partial(key)
 
     def finish(self) -> None:
         """Writes everything still held, once both streams have ended."""
         for stream, splitter in self._splitters.items():
             for owner, text in splitter.finish():
                 self._route(stream, owner, text, 0.0)
-        for owner in self._joiner.owners_with_partial():
-            text = self._joiner.take_partial(owner)
-            if isinstance(owner, tuple):
-                self._rank_segment(owner, text)
-            else:
-                self._mpirun_line(owner[1], text)
+        for key in self._joiner.owners_with_partial():
+            self._write_partial(key)
         for line in self.messages.finish():
             self._write_line("stderr", line)
         for stream in ("stdout", "stderr"):
@@ -107,7 +115,7 @@ class OutputRelay:
         return list(self.tails.get(rank, ()))
 
     def _route(self, stream: str, owner: Owner, text: bytes, now: float) -> None:
-        key = owner if owner is not None else ("mpirun", stream)
+        key: _Key = owner if owner is not None else _MpirunText(stream)
         segments = self._joiner.add(key, text)
         if self._joiner.partial(key):
             self._changed[key] = now
@@ -118,6 +126,14 @@ class OutputRelay:
                 self._mpirun_line(stream, segment)
             else:
                 self._rank_segment(owner, segment)
+
+    def _write_partial(self, key: _Key) -> None:
+        """Writes the unfinished text of key: a rank's as it is, mpirun's as one line."""
+        text = self._joiner.take_partial(key)
+        if isinstance(key, _MpirunText):
+            self._mpirun_line(key.stream, text)
+        else:
+            self._rank_segment(key, text)
 
     def _rank_segment(self, owner: Tuple[int, str], segment: bytes) -> None:
         rank, stream = owner

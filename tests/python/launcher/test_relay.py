@@ -214,3 +214,41 @@ def test_flocks_own_ending_line_stands_in_for_a_lost_abort_box():
                                    b"the job\n", "stderr"), 0.0)
     relay.finish()
     assert (relay.failure.rank, relay.failure.how, relay.failure.code) == (2, "abort", 3)
+
+
+# OutputRelay: mpirun's own text left without a line end ------------------------------
+
+
+@pytest.mark.parametrize("tag_output", [False, True])
+def test_mpiruns_unfinished_text_is_written_as_its_line_at_the_end(tag_output):
+    capture = Capture()
+    relay = OutputRelay(capture, tag_output=tag_output)
+    relay.feed("stdout", tagged(0, b"hi\n"), 0.0)
+    relay.feed("stderr", b"mpirun: text", 0.0)
+    relay.finish()
+    assert capture.data["stderr"] == b"mpirun: text\n"  # untagged: it is no rank's
+
+
+@pytest.mark.parametrize("tag_output", [False, True])
+def test_mpiruns_unfinished_text_is_written_after_the_wait(tag_output):
+    capture = Capture()
+    relay = OutputRelay(capture, tag_output=tag_output)
+    relay.feed("stderr", b"mpirun: text", 0.0)
+    relay.tick(PARTIAL_LINE_WAIT_S / 2)
+    assert capture.data["stderr"] == b""
+    relay.tick(PARTIAL_LINE_WAIT_S)
+    assert capture.data["stderr"] == b"mpirun: text\n"
+    relay.finish()
+    assert capture.data["stderr"] == b"mpirun: text\n"
+
+
+@pytest.mark.parametrize("at", ["finish", "tick"])
+def test_mpiruns_unfinished_text_goes_through_its_filter(at):
+    note = b"[vm:12946] 2 more processes have sent help message help-mpi-api.txt / mpi-abort"
+    capture = Capture()
+    relay = OutputRelay(capture)
+    relay.feed("stderr", note, 0.0)
+    if at == "tick":
+        relay.tick(PARTIAL_LINE_WAIT_S)
+    relay.finish()
+    assert capture.data == {"stdout": b"", "stderr": b""}
