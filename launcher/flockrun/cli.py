@@ -246,16 +246,16 @@ def run_with_relay(argv: List[str], environ: Mapping[str, str], plan: OutputPlan
     relay = OutputRelay(writer, tag_output=plan.tag_lines, verbose=verbose,
                         show_map=plan.show_map)
     status, stopped_by = run_relayed(argv, environ, relay, writer.flush)
-    messages = relay.messages
+    facts = relay.facts
     failure = relay.failure
     host = None
     if failure is not None:
-        host = failure.host or messages.hosts.get(failure.rank)
+        host = failure.host or facts.hosts.get(failure.rank)
     last = relay.last_lines(failure.rank) if failure is not None else []
-    for line in closing_lines(status, failure, messages.launch_failure, stopped_by, host,
-                              num_proc, last, messages.some_rank_failed):
+    for line in closing_lines(status, failure, facts.launch_failure, stopped_by, host,
+                              num_proc, last, facts.some_rank_failed):
         print(line, file=sys.stderr, flush=True)
-    return exit_status(status, failure, messages.launch_failure, stopped_by)
+    return exit_status(status, failure, facts.launch_failure, stopped_by)
 
 
 def main(argv: Optional[Sequence[str]] = None,

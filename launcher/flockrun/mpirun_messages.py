@@ -12,11 +12,13 @@ which flockrun adds to learn which host each rank runs on, is read the same
 way and hidden.
 
 ``MpirunMessages`` is pure: one line of mpirun's text in, the lines to show
-out, with the facts gathered on the way.
+out, with the facts gathered on the way into an ``MpirunFacts``. mpirun
+writes on two streams, each with its own boxes and map, so each stream gets a
+parser of its own; both parsers fill one facts object.
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 _BOX_EDGE_RE = re.compile(r"^-{20,}$")
@@ -80,28 +82,36 @@ class LaunchFailure:
     not_found: bool
 
 
-class MpirunMessages:
-    """Reads mpirun's own lines; ``verbose`` shows every one of them, ``show_map``
-    the job map (when the user asked mpirun for it)."""
+@dataclass
+class MpirunFacts:
+    """What mpirun's messages said, on either stream."""
 
-    def __init__(self, verbose: bool = False, show_map: bool = False) -> None:
-        self.verbose = verbose
-        self.show_map = show_map
-        self.hosts: Dict[int, str] = {}
-        self.launch_failure: Optional[LaunchFailure] = None
-        self.some_rank_failed = False  # mpirun said so, maybe without naming it
-        self._failures: List[RankFailure] = []
-        self._box: Optional[List[str]] = None
-        self._in_map = False
-        self._map_node: Optional[str] = None
+    hosts: Dict[int, str] = field(default_factory=dict)  # rank -> host, from the job map
+    launch_failure: Optional[LaunchFailure] = None
+    some_rank_failed: bool = False  # mpirun said so, maybe without naming it
+    failures: List[RankFailure] = field(default_factory=list)  # as reported, in order
 
     @property
     def failure(self) -> Optional[RankFailure]:
         """The failure to report: mpirun's "first process" verdicts win over aborts."""
-        for failure in self._failures:
+        for failure in self.failures:
             if failure.how != "abort":
                 return failure
-        return self._failures[0] if self._failures else None
+        return self.failures[0] if self.failures else None
+
+
+class MpirunMessages:
+    """Reads mpirun's own lines from one stream into ``facts``; ``verbose`` shows
+    every one of them, ``show_map`` the job map (when the user asked mpirun for it)."""
+
+    def __init__(self, verbose: bool = False, show_map: bool = False,
+                 facts: Optional[MpirunFacts] = None) -> None:
+        self.verbose = verbose
+        self.show_map = show_map
+        self.facts = MpirunFacts() if facts is None else facts
+        self._box: Optional[List[str]] = None
+        self._in_map = False
+        self._map_node: Optional[str] = None
 
     def add_line(self, line: str) -> List[str]:
         """Takes one line (without its line end); returns the lines to show now."""
@@ -133,20 +143,20 @@ class MpirunMessages:
             self._map_node = node.group(1)
         rank = _MAP_RANK_RE.search(line)
         if rank and self._map_node is not None:
-            self.hosts[int(rank.group(1))] = self._map_node
+            self.facts.hosts[int(rank.group(1))] = self._map_node
 
     def _read_box(self, text: str) -> bool:
         """Records what a box says; False when flockrun does not know the box."""
         failure = _failure_in(text)
         if failure is not None:
-            self._failures.append(failure)
+            self.facts.failures.append(failure)
             return True
         launch = _launch_failure_in(text)
         if launch is not None:
-            self.launch_failure = self.launch_failure or launch
+            self.facts.launch_failure = self.facts.launch_failure or launch
             return True
         if _SOME_RANK_FAILED_RE.search(text):
-            self.some_rank_failed = True
+            self.facts.some_rank_failed = True
             return True
         return bool(_RESTATING_RE.search(text))
 

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Deque, Dict, List, Optional, Set, Tuple, Union
 
-from flockrun.mpirun_messages import MpirunMessages, RankFailure
+from flockrun.mpirun_messages import MpirunFacts, MpirunMessages, RankFailure
 from flockrun.tagged_stream import LineJoiner, Owner, TagSplitter
 
 PARTIAL_LINE_WAIT_S = 1.0
@@ -58,7 +58,9 @@ class OutputRelay:
 
     def __init__(self, write: Writer, tag_output: bool = False,
                  verbose: bool = False, show_map: bool = False) -> None:
-        self.messages = MpirunMessages(verbose, show_map)
+        self.facts = MpirunFacts()  # what mpirun's messages said, on either stream
+        self._messages = {stream: MpirunMessages(verbose, show_map, self.facts)
+                          for stream in ("stdout", "stderr")}
         self.tails: Dict[int, Deque[str]] = {}
         self.terminated: Set[int] = set()
         self._ending: List[RankFailure] = []  # what flock's own lines said
@@ -96,8 +98,9 @@ class OutputRelay:
                 self._route(stream, owner, text, 0.0)
         for key in self._joiner.owners_with_partial():
             self._write_partial(key)
-        for line in self.messages.finish():
-            self._write_line("stderr", line)
+        for stream, messages in self._messages.items():
+            for line in messages.finish():
+                self._write_line(stream, line)
         for stream in ("stdout", "stderr"):
             for carried in [o for o in self._carry if o[1] == stream]:
                 self._remember(carried, self._carry.pop(carried))
@@ -108,7 +111,7 @@ class OutputRelay:
     @property
     def failure(self) -> Optional[RankFailure]:
         """The first failed rank: mpirun's report, else the first flock ending line."""
-        return self.messages.failure or (self._ending[0] if self._ending else None)
+        return self.facts.failure or (self._ending[0] if self._ending else None)
 
     def last_lines(self, rank: int) -> List[str]:
         """The rank's last lines, oldest first (empty when it printed nothing)."""
@@ -171,7 +174,7 @@ class OutputRelay:
 
     def _mpirun_line(self, stream: str, segment: bytes) -> None:
         text = segment.decode("utf-8", "replace").rstrip("\r\n")
-        for line in self.messages.add_line(text):
+        for line in self._messages[stream].add_line(text):
             self._write_line(stream, line)
 
     def _write_line(self, stream: str, line: str) -> None:

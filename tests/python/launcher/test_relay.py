@@ -252,3 +252,23 @@ def test_mpiruns_unfinished_text_goes_through_its_filter(at):
         relay.tick(PARTIAL_LINE_WAIT_S)
     relay.finish()
     assert capture.data == {"stdout": b"", "stderr": b""}
+
+
+def test_a_box_open_on_one_stream_does_not_swallow_the_other_streams_lines():
+    # mpirun writes the job map on stdout and its boxes on stderr; each stream
+    # has its own boxes, so a map line read while a stderr box is open is a map line.
+    job_map = (b" Data for JOB [23948,1] offset 0 Total slots allocated 2\n"
+               b" ========================   JOB MAP   ========================\n"
+               b" Data for node: h2\tNum slots: 2\tMax slots: 0\tNum procs: 2\n"
+               b" \tProcess OMPI jobid: [23948,1] App: 0 Process rank: 1 Bound: N/A\n"
+               b" =============================================================\n")
+    box_start, box_end = ABORT_BOX.split(b"\nNOTE:")
+    capture = Capture()
+    relay = OutputRelay(capture)
+    relay.feed("stderr", box_start + b"\n", 0.0)
+    relay.feed("stdout", job_map + b"mpirun's words on stdout\n", 0.0)
+    relay.feed("stderr", b"NOTE:" + box_end, 0.0)
+    relay.finish()
+    assert relay.facts.hosts == {1: "h2"}
+    assert capture.lines() == ["mpirun's words on stdout"]
+    assert capture.data["stderr"] == b"" and relay.failure.rank == 1

@@ -95,14 +95,14 @@ def read(text, verbose=False):
 
 def test_the_job_map_gives_each_ranks_host_and_is_hidden():
     messages, shown = read(MAP + "after the map\n")
-    assert messages.hosts == {0: "h1", 1: "h1", 2: "h2", 3: "h2"}
+    assert messages.facts.hosts == {0: "h1", 1: "h1", 2: "h2", 3: "h2"}
     assert shown == ["after the map"]
 
 
 def test_the_job_map_is_shown_when_the_user_asked_for_it():
     messages = MpirunMessages(show_map=True)
     shown = [line for text in MAP.splitlines() for line in messages.add_line(text)]
-    assert shown == MAP.splitlines() and messages.hosts[3] == "h2"
+    assert shown == MAP.splitlines() and messages.facts.hosts[3] == "h2"
 
 
 @pytest.mark.parametrize("text, failure", [
@@ -115,7 +115,7 @@ def test_the_job_map_is_shown_when_the_user_asked_for_it():
 ], ids=["exit", "signal", "improper", "abort", "verdict-beats-abort"])
 def test_failure_boxes_are_read_and_hidden(text, failure):
     messages, shown = read(text)
-    assert messages.failure == failure and shown == []
+    assert messages.facts.failure == failure and shown == []
     assert read(text, verbose=True)[1] == text.splitlines()
 
 
@@ -126,7 +126,7 @@ def test_failure_boxes_are_read_and_hidden(text, failure):
 ])
 def test_launch_failures_are_read_and_hidden(text, launch):
     messages, shown = read(text)
-    assert messages.launch_failure == launch and shown == []
+    assert messages.facts.launch_failure == launch and shown == []
 
 
 @pytest.mark.parametrize("race", ["Data unpack would read past end of buffer", "Out of resource"])
@@ -139,7 +139,7 @@ def test_openmpis_show_help_race_while_aborting_is_hidden(race):
 def test_a_failure_mpirun_does_not_attribute_is_still_noticed():
     # What mpirun 4.1 says when a rank exits non-zero before every rank has started.
     messages, shown = read(PRIMARY)
-    assert messages.failure is None and messages.some_rank_failed and shown == []
+    assert messages.facts.failure is None and messages.facts.some_rank_failed and shown == []
     assert closing_lines(3, None, None, None, None, 6, [], some_rank_failed=True) == [
         "flockrun: a rank exited with status 3 (mpirun did not say which: it does not when a "
         "rank ends before all have started); mpirun stopped the other ranks"]
@@ -147,7 +147,7 @@ def test_a_failure_mpirun_does_not_attribute_is_still_noticed():
 
 def test_an_unclosed_box_is_shown_at_the_end():
     messages, shown = read(f"{EDGE}\nsomething unexpected\n")
-    assert shown == [EDGE, "something unexpected"] and messages.failure is None
+    assert shown == [EDGE, "something unexpected"] and messages.facts.failure is None
 
 
 # report ----------------------------------------------------------------------------
