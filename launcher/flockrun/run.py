@@ -7,13 +7,14 @@ what flockrun's summary needs. Both return mpirun's exit status, with "killed
 by signal S" as 128 + S, the way a shell reports it.
 """
 
+import collections
 import os
 import selectors
 import signal
 import subprocess
 import sys
 import time
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Deque, Dict, List, Mapping, Optional, Tuple
 
 from flockrun.errors import LaunchError
 from flockrun.relay import OutputRelay
@@ -26,16 +27,23 @@ DRAIN_AFTER_EXIT_S = 2.0
 
 
 class _Forwarder:
-    """Signal handler that passes SIGINT/SIGTERM on to mpirun, once it exists."""
+    """Signal handler that passes SIGINT/SIGTERM on to mpirun, once it exists.
+
+    Every signal is sent once: each is queued when it lands and taken off the
+    queue (``deque.popleft``, one step the handler cannot interrupt) by whoever
+    sends it, the handler itself or ``start`` for those that landed before
+    mpirun existed.
+    """
 
     def __init__(self) -> None:
         self.child: Optional[subprocess.Popen] = None
         self.received: List[int] = []
+        self._unsent: Deque[int] = collections.deque()
 
     def __call__(self, signum, _frame) -> None:
         self.received.append(signum)
-        if self.child is not None:
-            self.child.send_signal(signum)
+        self._unsent.append(signum)
+        self._send_unsent()
 
     def start(self, argv: List[str], environ: Mapping[str, str],
               **popen_args) -> subprocess.Popen:
@@ -43,9 +51,16 @@ class _Forwarder:
             self.child = subprocess.Popen(argv, env=dict(environ), **popen_args)
         except OSError as exc:
             raise LaunchError(f"cannot start {argv[0]}: {exc}") from None
-        for signum in self.received:  # landed before the child existed
-            self.child.send_signal(signum)
+        self._send_unsent()  # those that landed before the child existed
         return self.child
+
+    def _send_unsent(self) -> None:
+        while self.child is not None:
+            try:
+                signum = self._unsent.popleft()
+            except IndexError:
+                return
+            self.child.send_signal(signum)
 
 
 def _install_handlers(handler: Callable) -> Dict[int, object]:
