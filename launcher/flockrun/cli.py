@@ -11,6 +11,7 @@ import argparse
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
@@ -270,28 +271,37 @@ def main(argv: Optional[Sequence[str]] = None,
     environ = dict(os.environ) if environ is None else dict(environ)
     front, command = split_command(argv)
     args = make_parser().parse_args(front)  # exits 2 on a usage error
+    try:
+        return _run(args, command, environ, which)
+    except LaunchError as exc:
+        print(f"flockrun: error: {exc}", file=sys.stderr)
+        return getattr(exc, "status", 2)
+    except KeyboardInterrupt:  # Ctrl-C while no mpirun runs (it gets the signal otherwise)
+        print("flockrun: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+
+
+def _run(args: argparse.Namespace, command: List[str], environ: Mapping[str, str],
+         which: Callable[..., Optional[str]]) -> int:
+    """What main does once the arguments are parsed."""
     if args.help_env:
         return print_settings()
     mpirun = which("mpirun", path=environ.get("PATH", os.defpath))
     if args.version:
         return print_version(mpirun)
-    try:
-        options = options_from_args(args, command)
-        mpirun_argv = build_mpirun_argv(
-            options, env=environ, cpu_count=local_core_count(),
-            euid=os.geteuid(), mpirun=mpirun,
-            local_hostnames=local_hostnames(), cwd=os.getcwd())
-        plan = output_plan(options, environ)
-        line = shlex.join(mpirun_argv)
-        if args.dry_run:
-            print(line)
-            return 0
-        if args.verbose:
-            print(line, file=sys.stderr, flush=True)
-        check_before_start(options, environ, which, not args.no_host_check)
-        if not plan.relay:
-            return run_passthrough(mpirun_argv, environ)
-        return run_with_relay(mpirun_argv, environ, plan, args.verbose, options.num_proc)
-    except LaunchError as exc:
-        print(f"flockrun: error: {exc}", file=sys.stderr)
-        return getattr(exc, "status", 2)
+    options = options_from_args(args, command)
+    mpirun_argv = build_mpirun_argv(
+        options, env=environ, cpu_count=local_core_count(),
+        euid=os.geteuid(), mpirun=mpirun,
+        local_hostnames=local_hostnames(), cwd=os.getcwd())
+    plan = output_plan(options, environ)
+    line = shlex.join(mpirun_argv)
+    if args.dry_run:
+        print(line)
+        return 0
+    if args.verbose:
+        print(line, file=sys.stderr, flush=True)
+    check_before_start(options, environ, which, not args.no_host_check)
+    if not plan.relay:
+        return run_passthrough(mpirun_argv, environ)
+    return run_with_relay(mpirun_argv, environ, plan, args.verbose, options.num_proc)

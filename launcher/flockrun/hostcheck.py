@@ -25,8 +25,9 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from flockrun.errors import LaunchError
 from flockrun.hosts import Host
@@ -87,40 +88,99 @@ def failure_message(failures: Sequence[Tuple[str, str]], source: str) -> str:
 
 def check_hosts(hosts: Sequence[Host], source: str, agent: Optional[str],
                 local_hostnames: Iterable[str]) -> None:
-    """Raise LaunchError (one line) when a remote host cannot be reached."""
+    """Raise LaunchError (one line) when a remote host cannot be reached.
+
+    On an interrupt (Ctrl-C) the probes still running are ended at once, so the
+    KeyboardInterrupt comes through without waiting for their timeouts.
+    """
     names = remote_hosts(hosts, local_hostnames)
     if not names:
         return
-    with ThreadPoolExecutor(max_workers=min(len(names), MAX_PARALLEL_PROBES)) as pool:
-        found = pool.map(lambda n: _resolve(n.rpartition("@")[2]), names)
-        addresses = dict(zip(names, found))
+    checks = _Checks(agent)
+    pool = ThreadPoolExecutor(max_workers=min(len(names), MAX_PARALLEL_PROBES))
+    try:
+        addresses = dict(zip(names, pool.map(checks.resolve, names)))
         names = [n for n in names if not _is_this_machine(addresses[n])]
         # With ssh the names are network names; a custom agent may take others.
         unresolved = {n for n in names if not addresses[n]} if agent is None else set()
-        verdicts = list(pool.map(lambda name: _probe(agent, name), names))
+        verdicts = list(pool.map(checks.probe, names))
+    except BaseException:
+        checks.stop()
+        raise
+    finally:
+        pool.shutdown(cancel_futures=True)
     failures = [(name, "unknown host, the name does not resolve" if name in unresolved
                  else why) for name, why in zip(names, verdicts) if why is not None]
     if failures:
         raise LaunchError(failure_message(failures, source))
 
 
-def _probe(agent: Optional[str], host: str) -> Optional[str]:
-    """None when the probe succeeded, else why it did not."""
-    argv = probe_argv(agent, host)
-    try:
-        # A session of its own: on a timeout the agent and whatever it started go.
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, start_new_session=True)
-    except OSError as exc:
-        return (f"cannot run {argv[0]} ({exc.strerror}); mpirun starts its daemons on other "
-                "hosts with it (install it, or give --rsh-agent)")
+class _Checks:
+    """The lookups and probes of one check_hosts, run by its threads; ``stop``
+    ends those that run (each probe is a session of its own) and skips the rest."""
+
+    def __init__(self, agent: Optional[str]) -> None:
+        self.agent = agent
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._running: Set[subprocess.Popen] = set()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping.set()
+            running = list(self._running)
+        for proc in running:
+            _kill_session(proc)
+
+    def resolve(self, host: str) -> List[Tuple[int, str]]:
+        """(family, address) pairs of host's name, given RESOLVE_TIMEOUT_S at most."""
+        found: List[Tuple[int, str]] = []
+
+        def lookup():
+            try:
+                for family, _, _, _, sockaddr in socket.getaddrinfo(
+                        host.rpartition("@")[2], None):
+                    found.append((family, sockaddr[0]))
+            except (OSError, UnicodeError):
+                pass
+
+        worker = threading.Thread(target=lookup, daemon=True)  # getaddrinfo has no timeout
+        worker.start()
+        deadline = time.monotonic() + RESOLVE_TIMEOUT_S
+        while worker.is_alive() and not self._stopping.is_set() \
+                and time.monotonic() < deadline:
+            worker.join(0.05)
+        return list(found) if not worker.is_alive() else []
+
+    def probe(self, host: str) -> Optional[str]:
+        """None when the probe of host succeeded, else why it did not."""
+        argv = probe_argv(self.agent, host)
+        if self._stopping.is_set():
+            return "not probed (interrupted)"
+        try:
+            # A session of its own: on a timeout the agent and whatever it started go.
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            return (f"cannot run {argv[0]} ({exc.strerror}); mpirun starts its daemons on "
+                    "other hosts with it (install it, or give --rsh-agent)")
+        with self._lock:
+            self._running.add(proc)
+        if self._stopping.is_set():  # stop() came between the check above and now
+            _kill_session(proc)
+        try:
+            return _verdict(proc, argv)
+        finally:
+            with self._lock:
+                self._running.discard(proc)
+
+
+def _verdict(proc: subprocess.Popen, argv: List[str]) -> Optional[str]:
+    """Wait for a probe (PROBE_TIMEOUT_S at most); None when it succeeded, else why not."""
     try:
         _, err = proc.communicate(timeout=PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_session(proc)
         proc.communicate()
         return f"no answer within {PROBE_TIMEOUT_S:g} s ({shlex.join(argv)})"
     if proc.returncode == 0:
@@ -129,6 +189,13 @@ def _probe(agent: Optional[str], host: str) -> Optional[str]:
             if line.strip()]
     why = said[-1] if said else f"exit status {proc.returncode}"
     return f"{why} ({shlex.join(argv)})"
+
+
+def _kill_session(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _is_this_machine(addresses: Sequence[Tuple[int, str]]) -> bool:
@@ -141,20 +208,3 @@ def _is_this_machine(addresses: Sequence[Tuple[int, str]]) -> bool:
         except OSError:
             continue
     return False
-
-
-def _resolve(name: str) -> List[Tuple[int, str]]:
-    """(family, address) pairs of name, given RESOLVE_TIMEOUT_S at most."""
-    found: List[Tuple[int, str]] = []
-
-    def lookup():
-        try:
-            for family, _, _, _, sockaddr in socket.getaddrinfo(name, None):
-                found.append((family, sockaddr[0]))
-        except (OSError, UnicodeError):
-            pass
-
-    worker = threading.Thread(target=lookup, daemon=True)  # getaddrinfo has no timeout
-    worker.start()
-    worker.join(RESOLVE_TIMEOUT_S)
-    return list(found) if not worker.is_alive() else []

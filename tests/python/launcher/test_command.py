@@ -9,6 +9,7 @@ import shlex
 
 import pytest
 
+from flockrun import cli
 from flockrun.cli import main, split_command
 from flockrun.command import LaunchOptions, OutputPlan, build_mpirun_argv, output_plan
 from flockrun.errors import LaunchError
@@ -527,3 +528,12 @@ def test_version_names_flock_and_mpirun(capsys):
 def test_version_without_mpirun_says_so(capsys):
     assert main(["--version"], which=lambda *_, **__: None) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "mpirun: not found on PATH"
+
+
+def test_ctrl_c_before_mpirun_starts_is_one_line_and_status_130(capsys, monkeypatch):
+    def interrupted(*_args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "check_before_start", interrupted)
+    code = main(["-np", "1", "prog"], environ={"PATH": "/bin"},
+                which=lambda *_, **__: MPIRUN)
+    assert (code, capsys.readouterr().err) == (130, "flockrun: interrupted\n")

@@ -5,6 +5,8 @@ real machine; each has a bounded timeout.
 """
 
 import os
+import signal
+import threading
 import time
 
 import pytest
@@ -141,7 +143,7 @@ def test_a_missing_agent_is_reported():
 
 
 def test_with_ssh_a_name_that_does_not_resolve_is_an_unknown_host(monkeypatch):
-    monkeypatch.setattr(hostcheck, "_probe", lambda agent, host: "ssh failed")
+    monkeypatch.setattr(hostcheck._Checks, "probe", lambda self, host: "ssh failed")
     with pytest.raises(LaunchError) as error:
         check_hosts([Host("no-such-host.invalid", 1)], "-H", None, set())
     assert str(error.value) == ("cannot reach host 'no-such-host.invalid' (-H): unknown "
@@ -149,8 +151,38 @@ def test_with_ssh_a_name_that_does_not_resolve_is_an_unknown_host(monkeypatch):
 
 
 def test_with_ssh_an_address_of_this_machine_is_not_probed(monkeypatch):
-    def probe(agent, host):
+    def probe(self, host):
         raise AssertionError(f"{host} was probed")
-    monkeypatch.setattr(hostcheck, "_probe", probe)
+    monkeypatch.setattr(hostcheck._Checks, "probe", probe)
     check_hosts([Host("127.0.0.2", 2), Host(os.uname().nodename.upper(), 1)], "-H",
                 None, set())
+
+
+def test_an_interrupt_ends_the_running_probes_at_once(tmp_path):
+    # Ctrl-C while probes hang: the KeyboardInterrupt comes through at once (not
+    # after PROBE_TIMEOUT_S), and the probes (their whole sessions) are gone.
+    pids = tmp_path / "pids"
+    agent = tmp_path / "hanging.sh"
+    agent.write_text(f"#!/bin/sh\necho $$ >> {pids}\nexec sleep 30\n")
+    agent.chmod(0o755)
+    main = threading.get_ident()
+
+    def interrupt_once_both_probes_run():
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (
+                not pids.exists() or len(pids.read_text().split()) < 2):
+            time.sleep(0.02)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    interrupter = threading.Thread(target=interrupt_once_both_probes_run)
+    interrupter.start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            check_hosts([Host("h1", 1), Host("h2", 1)], "-H", str(agent), set())
+    finally:
+        interrupter.join()
+    assert time.monotonic() - began < hostcheck.PROBE_TIMEOUT_S / 2
+    for pid in pids.read_text().split():
+        assert not os.path.exists(f"/proc/{pid}") or \
+            open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
