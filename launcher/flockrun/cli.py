@@ -20,7 +20,7 @@ from flockrun.command import (NETWORK_INTERFACE_VARIABLE, RSH_AGENT_VARIABLE,
                               TAG_OUTPUT_VARIABLE, LaunchOptions, OutputPlan,
                               build_mpirun_argv, output_plan, split_mpi_args)
 from flockrun.errors import LaunchError
-from flockrun.hostcheck import check_hosts, launch_agent
+from flockrun.hostcheck import check_hosts, remote_start
 from flockrun.hosts import Host, parse_host_spec, read_hostfile
 from flockrun.machine import local_core_count, local_hostnames
 from flockrun.program import check_program
@@ -236,8 +236,18 @@ def check_before_start(options: LaunchOptions, environ: Mapping[str, str],
     if hosts is not None and check_remote_hosts:
         given_agent = options.rsh_agent if options.rsh_agent is not None \
             else environ.get(RSH_AGENT_VARIABLE)
-        agent = launch_agent(given_agent, split_mpi_args(options.mpi_args), environ)
-        check_hosts(hosts, source, agent, names)
+        start = remote_start(given_agent, split_mpi_args(options.mpi_args), environ)
+        for warning in check_hosts(hosts, source, start, names, can_prompt=has_terminal()):
+            print(f"flockrun: warning: {warning}", file=sys.stderr, flush=True)
+
+
+def has_terminal() -> bool:
+    """Could mpirun's ssh ask the user something (a controlling terminal is there)?"""
+    try:
+        os.close(os.open("/dev/tty", os.O_RDWR))
+    except OSError:
+        return False
+    return True
 
 
 def run_with_relay(argv: List[str], environ: Mapping[str, str], plan: OutputPlan,

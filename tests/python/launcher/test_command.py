@@ -537,3 +537,11 @@ def test_ctrl_c_before_mpirun_starts_is_one_line_and_status_130(capsys, monkeypa
     code = main(["-np", "1", "prog"], environ={"PATH": "/bin"},
                 which=lambda *_, **__: MPIRUN)
     assert (code, capsys.readouterr().err) == (130, "flockrun: interrupted\n")
+
+
+def test_host_check_warnings_are_printed_and_the_job_starts(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "check_hosts", lambda *_args, **_kwargs: ["a warning"])
+    monkeypatch.setattr(cli, "run_with_relay", lambda *_args: 0)
+    code = main(["-np", "2", "-H", "a:1,b:1", "prog"], environ={"PATH": "/bin"},
+                which=lambda *_, **__: MPIRUN)
+    assert (code, capsys.readouterr().err) == (0, "flockrun: warning: a warning\n")

@@ -13,8 +13,8 @@ import pytest
 
 from flockrun import hostcheck
 from flockrun.errors import LaunchError
-from flockrun.hostcheck import (check_hosts, failure_message, launch_agent, probe_argv,
-                                remote_hosts)
+from flockrun.hostcheck import (SKIP_HINT, RemoteStart, check_hosts, failure_message,
+                                launch_agent, probe_argv, remote_hosts, remote_start)
 from flockrun.hosts import Host
 from flockrun.program import ProgramError, check_program, python_script
 
@@ -73,12 +73,19 @@ def test_remote_hosts_skip_local_names_and_repeats():
 
 
 def test_probe_runs_the_agent_as_mpirun_would():
-    assert probe_argv(None, "node1") == [
+    assert probe_argv(RemoteStart(), "node1") == [
         "ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "node1", "true"]
-    assert probe_argv("ssh -p 2222", "n") == [
+    assert probe_argv(RemoteStart("ssh -p 2222"), "n") == [
         "ssh", "-p", "2222", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "n", "true"]
-    assert probe_argv("/opt/agent.sh --quiet", "h1") == ["/opt/agent.sh", "--quiet", "h1",
-                                                          "true"]
+    assert probe_argv(RemoteStart("/opt/agent.sh --quiet"), "h1") == [
+        "/opt/agent.sh", "--quiet", "h1", "true"]
+
+
+def test_probe_adds_mpiruns_agent_arguments_after_the_agents_words():
+    assert probe_argv(RemoteStart(None, ("-p", "2222")), "n") == [
+        "ssh", "-p", "2222", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "n", "true"]
+    assert probe_argv(RemoteStart("agent -q", ("-v",)), "h1") == ["agent", "-q", "-v", "h1",
+                                                                  "true"]
 
 
 def test_launch_agent_follows_mpiruns_precedence():
@@ -89,10 +96,19 @@ def test_launch_agent_follows_mpiruns_precedence():
     assert launch_agent("flockrun's", ["--mca", "plm_rsh_agent", "user's"], env) == "user's"
 
 
-def test_failure_message_is_one_line_naming_each_host():
-    assert failure_message([("a", "why")], "-H") == "cannot reach host 'a' (-H): why"
+def test_agent_arguments_come_from_mpi_args_else_the_variable_split_at_spaces():
+    env = {"OMPI_MCA_plm_rsh_args": " -p  2222 "}
+    assert remote_start(None, [], {}) == RemoteStart(None, ())
+    assert remote_start(None, [], env) == RemoteStart(None, ("-p", "2222"))
+    assert remote_start("a", ["-mca", "plm_rsh_args", "-i key"], env) == RemoteStart(
+        "a", ("-i", "key"))
+
+
+def test_failure_message_is_one_line_naming_each_host_and_the_way_around():
+    assert SKIP_HINT == "(--no-host-check skips this check)"
+    assert failure_message([("a", "why")], "-H") == f"cannot reach host 'a' (-H): why {SKIP_HINT}"
     assert failure_message([("a", "x"), ("b", "y")], "hostfile h") == (
-        "cannot reach 2 hosts (hostfile h): 'a': x; 'b': y")
+        f"cannot reach 2 hosts (hostfile h): 'a': x; 'b': y {SKIP_HINT}")
 
 
 # hosts: probes with a fake agent ----------------------------------------------------
@@ -117,13 +133,15 @@ def agent(tmp_path):
 
 
 def test_reachable_hosts_pass_and_local_ones_are_not_probed(agent):
-    check_hosts([Host("good1", 2), Host("good2", 2)], "-H", agent, {"localhost"})
-    check_hosts([Host("localhost", 2)], "-H", agent + " --fail-everything", {"localhost"})
+    assert check_hosts([Host("good1", 2), Host("good2", 2)], "-H", RemoteStart(agent),
+                       {"localhost"}) == []
+    check_hosts([Host("localhost", 2)], "-H", RemoteStart(agent + " --fail-everything"),
+                {"localhost"})
 
 
 def test_unreachable_host_is_reported_with_the_agents_last_words(agent):
     with pytest.raises(LaunchError) as error:
-        check_hosts([Host("good1", 1), Host("h9", 1)], "-H", agent, set())
+        check_hosts([Host("good1", 1), Host("h9", 1)], "-H", RemoteStart(agent), set())
     message = str(error.value)
     assert message.startswith("cannot reach host 'h9' (-H): agent: no host named h9 (")
     assert "\n" not in message and "good1" not in message
@@ -133,21 +151,22 @@ def test_a_host_that_does_not_answer_is_reported_after_the_timeout(agent, monkey
     monkeypatch.setattr(hostcheck, "PROBE_TIMEOUT_S", 0.5)
     start = time.monotonic()
     with pytest.raises(LaunchError, match=r"2 hosts \(-H\): 'slow1': no answer within 0.5 s"):
-        check_hosts([Host("slow1", 1), Host("slow2", 1)], "-H", agent, set())
+        check_hosts([Host("slow1", 1), Host("slow2", 1)], "-H", RemoteStart(agent), set())
     assert time.monotonic() - start < 5  # probed at once, not one after the other
 
 
 def test_a_missing_agent_is_reported():
     with pytest.raises(LaunchError, match="cannot run /no/such/agent"):
-        check_hosts([Host("h1", 1)], "-H", "/no/such/agent", set())
+        check_hosts([Host("h1", 1)], "-H", RemoteStart("/no/such/agent"), set())
 
 
 def test_with_ssh_a_name_that_does_not_resolve_is_an_unknown_host(monkeypatch):
-    monkeypatch.setattr(hostcheck._Checks, "probe", lambda self, host: "ssh failed")
+    monkeypatch.setattr(hostcheck._Checks, "probe",
+                        lambda self, host: hostcheck._Verdict("ssh failed"))
     with pytest.raises(LaunchError) as error:
-        check_hosts([Host("no-such-host.invalid", 1)], "-H", None, set())
+        check_hosts([Host("no-such-host.invalid", 1)], "-H", RemoteStart(), set())
     assert str(error.value) == ("cannot reach host 'no-such-host.invalid' (-H): unknown "
-                                "host, the name does not resolve")
+                                f"host, the name does not resolve {SKIP_HINT}")
 
 
 def test_with_ssh_an_address_of_this_machine_is_not_probed(monkeypatch):
@@ -155,7 +174,7 @@ def test_with_ssh_an_address_of_this_machine_is_not_probed(monkeypatch):
         raise AssertionError(f"{host} was probed")
     monkeypatch.setattr(hostcheck._Checks, "probe", probe)
     check_hosts([Host("127.0.0.2", 2), Host(os.uname().nodename.upper(), 1)], "-H",
-                None, set())
+                RemoteStart(), set())
 
 
 def test_an_interrupt_ends_the_running_probes_at_once(tmp_path):
@@ -179,10 +198,56 @@ def test_an_interrupt_ends_the_running_probes_at_once(tmp_path):
     began = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
-            check_hosts([Host("h1", 1), Host("h2", 1)], "-H", str(agent), set())
+            check_hosts([Host("h1", 1), Host("h2", 1)], "-H", RemoteStart(str(agent)), set())
     finally:
         interrupter.join()
     assert time.monotonic() - began < hostcheck.PROBE_TIMEOUT_S / 2
     for pid in pids.read_text().split():
         assert not os.path.exists(f"/proc/{pid}") or \
             open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_the_agent_gets_mpiruns_agent_arguments(tmp_path):
+    agent = tmp_path / "agent.sh"  # reaches a host only through "port 2222"
+    agent.write_text('#!/bin/sh\n[ "$1 $2 $4" = "-p 2222 true" ] && exit 0\n'
+                     'echo "agent: connection refused" >&2\nexit 255\n')
+    agent.chmod(0o755)
+    check_hosts([Host("h1", 1)], "-H", RemoteStart(str(agent), ("-p", "2222")), set())
+    with pytest.raises(LaunchError, match="agent: connection refused"):
+        check_hosts([Host("h1", 1)], "-H", RemoteStart(str(agent)), set())
+
+
+FAKE_SSH = """#!/bin/sh
+case "$*" in
+  *locked*) echo "me@locked: Permission denied (publickey,password)." >&2 ;;
+  *) echo "ssh: connect to host $5 port 22: Connection refused" >&2 ;;
+esac
+exit 255
+"""
+
+
+@pytest.fixture
+def fake_ssh(tmp_path, monkeypatch):
+    (tmp_path / "ssh").write_text(FAKE_SSH)
+    (tmp_path / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    return RemoteStart("ssh")
+
+
+def test_a_login_that_wants_a_password_is_a_warning_when_ssh_can_ask(fake_ssh):
+    warnings = check_hosts([Host("locked", 1)], "-H", fake_ssh, set(), can_prompt=True)
+    assert warnings == [
+        "ssh to host 'locked' (-H) needs a password or key passphrase: me@locked: Permission "
+        "denied (publickey,password). (ssh -o BatchMode=yes -o ConnectTimeout=5 locked true); "
+        f"mpirun's ssh may ask for it here {SKIP_HINT}"]
+
+
+def test_a_login_that_wants_a_password_is_an_error_when_nobody_can_answer(fake_ssh):
+    with pytest.raises(LaunchError, match=r"'locked' \(-H\): me@locked: Permission denied"):
+        check_hosts([Host("locked", 1)], "-H", fake_ssh, set(), can_prompt=False)
+
+
+def test_other_ssh_failures_stay_errors_even_with_a_terminal(fake_ssh):
+    with pytest.raises(LaunchError, match="Connection refused"):
+        check_hosts([Host("locked", 1), Host("down", 1)], "-H", fake_ssh, set(),
+                    can_prompt=True)
