@@ -23,7 +23,7 @@ from flockrun.errors import LaunchError
 from flockrun.hostcheck import check_hosts, remote_start
 from flockrun.hosts import Host, parse_host_spec, read_hostfile
 from flockrun.machine import local_core_count, local_hostnames
-from flockrun.program import check_program
+from flockrun.program import check_program, ranks_directory
 from flockrun.relay import OutputRelay
 from flockrun.report import closing_lines, exit_status
 from flockrun.run import StreamWriter, run_passthrough, run_relayed
@@ -231,8 +231,8 @@ def check_before_start(options: LaunchOptions, environ: Mapping[str, str],
     hosts, source = listed_hosts(options)
     names = local_hostnames()
     if hosts is None or any(h.name.rpartition("@")[2].lower() in names for h in hosts):
-        check_program(options.command, environ.get("PATH", os.defpath), os.getcwd(),
-                      which)
+        directory = ranks_directory(split_mpi_args(options.mpi_args), os.getcwd())
+        check_program(options.command, environ.get("PATH", os.defpath), directory, which)
     if hosts is not None and check_remote_hosts:
         given_agent = options.rsh_agent if options.rsh_agent is not None \
             else environ.get(RSH_AGENT_VARIABLE)

@@ -3,8 +3,9 @@
 mpirun reports a missing program in a box per failure, and a missing Python
 script only as every rank's "can't open file" plus a box. flockrun checks
 first, on this machine, the way the ranks will look for them: the command on
-the ranks' PATH (or as a path, relative to the working directory), and for a
-Python interpreter, its script. The statuses follow the shell's: 127 for "not
+the ranks' PATH (or as a path, relative to the ranks' working directory: mpirun's
+``-wdir``/``-wd`` when given, else flockrun's), and for a Python interpreter, its
+script. The statuses follow the shell's: 127 for "not
 found", 126 for "found but cannot be run".
 
 Pure: the file-system questions come in as functions.
@@ -21,6 +22,9 @@ NOT_EXECUTABLE_STATUS = 126
 NOT_FOUND_STATUS = 127
 
 _PYTHON_RE = re.compile(r"^python[0-9.]*$")
+
+# mpirun's options setting the ranks' working directory (one dash or two, as mpirun takes).
+_WDIR_OPTIONS = ("-wdir", "--wdir", "-wd", "--wd")
 
 
 class ProgramError(LaunchError):
@@ -53,6 +57,16 @@ def python_script(args: Sequence[str]) -> Optional[str]:
                 i += 1 if position == len(arg) - 1 else 0  # its value is the next word
                 break
     return None
+
+
+def ranks_directory(user_mpi_args: Sequence[str], cwd: str) -> str:
+    """Where the ranks start on this machine: the user's -wdir/-wd (relative to cwd, as
+    mpirun takes it; the last one wins), else cwd."""
+    directory = cwd
+    for option, value in zip(user_mpi_args, user_mpi_args[1:]):
+        if option in _WDIR_OPTIONS:
+            directory = posixpath.normpath(posixpath.join(cwd, value))
+    return directory
 
 
 def check_program(command: Sequence[str], path: str, cwd: str,

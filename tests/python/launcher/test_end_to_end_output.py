@@ -143,6 +143,17 @@ def test_a_missing_program_gets_one_line_and_its_own_status(launcher_env, tmp_pa
     assert len(err.splitlines()) == 1 and err.startswith(message), err
 
 
+@pytest.mark.parametrize("option", ["-wdir", "--wd"])
+def test_the_program_is_looked_for_in_mpiruns_working_directory(launcher_env, tmp_path,
+                                                                 option):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "hello.py").write_text("import os\nprint('hello from', os.getcwd())\n")
+    code, out, err = flockrun(["-np", "1", "--mpi-args", f"{option} work", sys.executable,
+                               "hello.py"], launcher_env, cwd=tmp_path)
+    assert (code, out) == (0, f"hello from {work}\n"), err
+
+
 def test_a_program_missing_on_a_host_is_read_from_mpiruns_report(launcher_env):
     # -H names this machine by its address only, so flockrun does not check the
     # program itself: mpirun's "unable to find" box becomes one line.

@@ -16,7 +16,7 @@ from flockrun.errors import LaunchError
 from flockrun.hostcheck import (SKIP_HINT, RemoteStart, check_hosts, failure_message,
                                 launch_agent, probe_argv, remote_hosts, remote_start)
 from flockrun.hosts import Host
-from flockrun.program import ProgramError, check_program, python_script
+from flockrun.program import ProgramError, check_program, python_script, ranks_directory
 
 # program -------------------------------------------------------------------------
 
@@ -61,6 +61,21 @@ def test_missing_or_unrunnable_programs_are_refused(command, found, status, word
     with pytest.raises(ProgramError) as error:
         check(command, found)
     assert error.value.status == status and str(error.value).startswith(words)
+
+
+@pytest.mark.parametrize("mpi_args, directory", [
+    ([], "/w"), (["-wdir", "/data/run"], "/data/run"), (["--wdir", "sub"], "/w/sub"),
+    (["-wd", "../x"], "/x"), (["--wd", "a", "--bind-to", "core", "-wd", "b"], "/w/b"),
+    (["--mca", "x", "-wdir"], "/w"),  # no value: mpirun's own error
+])
+def test_ranks_directory_is_mpiruns_working_directory_option(mpi_args, directory):
+    assert ranks_directory(mpi_args, "/w") == directory
+
+
+def test_a_script_is_looked_for_in_the_ranks_directory():
+    check_program(["python3", "train.py"], "/usr/bin", ranks_directory(["-wd", "/w"], "/"),
+                  which=lambda name, path: f"/usr/bin/{name}", isfile=FILES.__contains__,
+                  executable=EXECUTABLE.__contains__)
 
 
 # hosts: pure parts -------------------------------------------------------------------
