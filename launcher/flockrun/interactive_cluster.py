@@ -124,14 +124,35 @@ def _launch(record: ClusterRecord, launched: _Launched, profile: Profile,
     launched.mpirun = _spawn(commands.engines, engine_env, profile.log_path("engines"))
     record.mpirun = identify(launched.mpirun.pid)
     profile.save_record(record)
-    client = ipp.Client(profile.connection_files[0], timeout=_remaining(deadline, profile))
+    client = _connect(ipp, profile, deadline)
     try:
         _wait_for_engines(client, record.num_proc, launched, profile, deadline)
         record.engines = _identify_engines(client, record.num_proc, deadline, profile)
+    except ClusterError:
+        raise
+    except Exception as exc:  # ipyparallel's: TimeoutError, RemoteError, ...
+        raise ClusterError(f"the engines did not answer ({_named(exc)})\n"
+                           + log_tail(profile.log_path("engines"))) from None
     finally:
         client.close()
     record.ready = True
     profile.save_record(record)
+
+
+def _connect(ipp, profile: Profile, deadline: float):
+    """An ipyparallel client of the controller; ClusterError when it cannot connect."""
+    timeout = _remaining(deadline, profile)
+    try:
+        return ipp.Client(profile.connection_files[0], timeout=timeout)
+    except Exception as exc:  # TimeoutError, a refused connection, a torn file, ...
+        raise ClusterError(f"cannot connect to the controller ({_named(exc)})\n"
+                           + log_tail(profile.log_path("controller"))) from None
+
+
+def _named(exc: Exception) -> str:
+    """"TimeoutError: what it said", on one line, for an error message."""
+    said = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 
 
 def _spawn(argv: List[str], environ: Mapping[str, str], log_path: str) -> subprocess.Popen:
