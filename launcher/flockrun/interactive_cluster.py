@@ -9,12 +9,14 @@ the files, so a failed start leaves nothing behind. ``interactive_teardown``
 holds stop and status.
 """
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
-from typing import Callable, List, Mapping, Optional
+from typing import Callable, Iterator, List, Mapping, Optional
 
 from flockrun.interactive_commands import StartCommands, StartRequest
 from flockrun.interactive_engine import CONNECTION_VARIABLE, engine_identity
@@ -24,6 +26,8 @@ from flockrun.interactive_teardown import (ClusterError, end_cluster, import_ipy
 from flockrun.processes import children_outside, identify
 
 Output = Callable[[str], None]
+
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class _Launched:
@@ -40,6 +44,15 @@ class _Launched:
             if proc is not None and proc.poll() is not None:
                 raise ClusterError(f"{name} exited with status {proc.returncode} before the "
                                    f"cluster was ready\n{log_tail(profile.log_path(log))}")
+
+    def record_unrecorded(self, record: ClusterRecord) -> None:
+        """Put a process started but not yet in the record (an exception came right after
+        its Popen) into it, so that end_cluster ends it too. Its pid is still ours: it
+        is not reaped yet."""
+        if record.controller is None and self.controller is not None:
+            record.controller = identify(self.controller.pid)
+        if record.mpirun is None and self.mpirun is not None:
+            record.mpirun = identify(self.mpirun.pid)
 
     def reap(self) -> None:
         for proc in (self.controller, self.mpirun):
@@ -65,6 +78,7 @@ def start(request: StartRequest, *, commands: StartCommands, environ: Mapping[st
             _launch(record, launched, profile, commands, environ, began + request.timeout, ipp)
         except BaseException:
             # Everything started so far ends here; the record is kept until then.
+            launched.record_unrecorded(record)
             end_cluster(record, profile, graceful=False, out=out)
             launched.reap()
             profile.remove_files()
@@ -116,13 +130,16 @@ def _controller_answers(ipp, client_file: str) -> bool:
 def _launch(record: ClusterRecord, launched: _Launched, profile: Profile,
             commands: StartCommands, environ: Mapping[str, str], deadline: float, ipp) -> None:
     """Controller, then engines; fills the record as each process starts."""
-    launched.controller = _spawn(commands.controller, environ, profile.log_path("controller"))
-    record.controller = identify(launched.controller.pid)
+    with _signals_held():
+        launched.controller = _spawn(commands.controller, environ,
+                                     profile.log_path("controller"))
+        record.controller = identify(launched.controller.pid)
     profile.save_record(record)
     connection = _wait_for_connection_files(profile, launched, deadline)
     engine_env = dict(environ, **{CONNECTION_VARIABLE: connection})
-    launched.mpirun = _spawn(commands.engines, engine_env, profile.log_path("engines"))
-    record.mpirun = identify(launched.mpirun.pid)
+    with _signals_held():
+        launched.mpirun = _spawn(commands.engines, engine_env, profile.log_path("engines"))
+        record.mpirun = identify(launched.mpirun.pid)
     profile.save_record(record)
     client = _connect(ipp, profile, deadline)
     try:
@@ -153,6 +170,32 @@ def _named(exc: Exception) -> str:
     """"TimeoutError: what it said", on one line, for an error message."""
     said = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block is done, then arrive as usual.
+
+    Around a spawn, so that no process runs without the Popen handle that ends it
+    (a signal during Popen, after the fork, would lose the handle otherwise).
+    Only the main thread can do this; elsewhere the block runs as it is.
+    """
+    held: List[int] = []
+    previous = {}
+    try:
+        for signum in _HELD_SIGNALS:
+            if signal.getsignal(signum) is not None:  # None: not Python's to restore
+                previous[signum] = signal.signal(signum,
+                                                 lambda number, _frame: held.append(number))
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in held:
+            signal.raise_signal(signum)
 
 
 def _spawn(argv: List[str], environ: Mapping[str, str], log_path: str) -> subprocess.Popen:

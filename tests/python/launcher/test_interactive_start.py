@@ -129,3 +129,45 @@ def test_engines_that_fail_to_answer_are_a_cluster_error_with_the_engines_log(
     message = str(error.value)
     assert message.startswith(f"the engines did not answer ({words})\nlast lines of ")
     assert "flock-interactive-engines.log" in message.splitlines()[1]
+
+
+@pytest.fixture
+def sigterm_exits():
+    """SIGTERM raises SystemExit, as flock-interactive's main arranges."""
+    def exit_143(_signum, _frame):
+        sys.exit(143)
+    previous = signal.signal(signal.SIGTERM, exit_143)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.parametrize("interrupted", [1, 2], ids=["controller", "mpirun"])
+def test_an_exit_right_after_a_spawn_ends_the_unrecorded_process(setup, monkeypatch,
+                                                                  interrupted):
+    calls = []
+    real_identify = interactive_cluster.identify
+
+    def identify(pid):
+        calls.append(pid)
+        if len(calls) == interrupted:
+            raise SystemExit(143)  # SIGTERM between Popen and the record
+        return real_identify(pid)
+
+    monkeypatch.setattr(interactive_cluster, "identify", identify)
+    with pytest.raises(SystemExit):
+        run_start(setup, fake_ipp(TimeoutError("not reached")), monkeypatch)
+
+
+def test_a_sigterm_during_a_spawn_waits_until_the_process_is_recorded(setup, monkeypatch,
+                                                                      sigterm_exits):
+    real_popen = subprocess.Popen
+
+    def popen_then_sigterm(*args, **kwargs):
+        child = real_popen(*args, **kwargs)
+        signal.raise_signal(signal.SIGTERM)  # lands before Popen has returned the child
+        return child
+
+    monkeypatch.setattr(subprocess, "Popen", popen_then_sigterm)
+    with pytest.raises(SystemExit):
+        run_start(setup, fake_ipp(TimeoutError("not reached")), monkeypatch)
+    assert signal.getsignal(signal.SIGTERM).__name__ == "exit_143"  # restored
