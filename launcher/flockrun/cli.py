@@ -21,19 +21,17 @@ from flockrun.command import (NETWORK_INTERFACE_VARIABLE, RSH_AGENT_VARIABLE,
                               build_mpirun_argv, output_plan, split_mpi_args)
 from flockrun.errors import LaunchError
 from flockrun.hostcheck import check_hosts, remote_start
-from flockrun.hosts import Host, parse_host_spec, read_hostfile
+from flockrun.hosts import Host, parse_host_spec
 from flockrun.machine import local_core_count, local_hostnames
+from flockrun.options import (LAUNCH_VALUE_OPTIONS, Parser, add_launch_arguments, glue_values,
+                              launch_options)
 from flockrun.program import check_program, ranks_directory
 from flockrun.relay import OutputRelay
 from flockrun.report import closing_lines, exit_status
 from flockrun.run import StreamWriter, run_passthrough, run_relayed
 
-# Options that take a value. The value is glued on as "--opt=value" before
-# argparse sees it, so that a value starting with "-" (as in
-# --mpi-args "--bind-to core") is not mistaken for an option.
-VALUE_OPTIONS = ("-np", "-n", "--num-proc", "-H", "--host", "--hostfile",
-                 "-x", "--mpi-args", "--timeline-filename",
-                 "--network-interface", "--rsh-agent")
+# flockrun's options that take a value (see options.glue_values).
+VALUE_OPTIONS = LAUNCH_VALUE_OPTIONS + ("--timeline-filename",)
 
 USAGE = """flockrun -np N [-H HOST[:SLOTS],... | --hostfile FILE]
                 [-x VAR[=value]]... [--mpi-args ARGS]
@@ -73,44 +71,13 @@ FLOCKRUN_SETTINGS = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    """ArgumentParser whose errors read "flockrun: error: ..." (exit 2)."""
-
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n"
-                     f"run '{self.prog} --help' for usage\n")
-
-
 def make_parser() -> argparse.ArgumentParser:
     """The parser for flockrun's own options (not the program's)."""
-    parser = _Parser(prog="flockrun", usage=USAGE, epilog=EPILOG,
-                     allow_abbrev=False,
-                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                     description="Run a flock program on N ranks with "
-                                 "OpenMPI's mpirun.")
+    parser = Parser(prog="flockrun", usage=USAGE, epilog=EPILOG, allow_abbrev=False,
+                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                    description="Run a flock program on N ranks with OpenMPI's mpirun.")
+    add_launch_arguments(parser)
     add = parser.add_argument
-    add("-np", "-n", "--num-proc", dest="num_proc", type=int, metavar="N",
-        help="number of ranks to start (required)")
-    hosts = parser.add_mutually_exclusive_group()
-    hosts.add_argument("-H", "--host", dest="host_spec",
-                       metavar="HOSTS",
-                       help="comma-separated HOST[:SLOTS] list (1 slot if "
-                       "omitted)")
-    hosts.add_argument("--hostfile", metavar="FILE",
-                       help="file of 'host [slots=N]' lines")
-    add("-x", dest="env_vars", action="append", default=[],
-        metavar="VAR[=value]", help="export VAR (from here, or set to "
-        "value) to every rank; repeatable")
-    add("--mpi-args", dest="mpi_args", action="append", default=[],
-        metavar="ARGS", help="extra mpirun arguments, split like a shell "
-        "would; repeatable")
-    add("--network-interface", dest="network_interfaces", action="append",
-        default=[], metavar="IFACES", help="network for MPI traffic: "
-        "comma-separated interface names or subnets (eth1, 10.0.0.0/24); "
-        "repeatable; default $FLOCK_NETWORK_INTERFACE")
-    add("--rsh-agent", metavar="COMMAND", help="command that starts mpirun's "
-        "daemons on other hosts instead of ssh (called as COMMAND HOST "
-        "...); default $FLOCK_RSH_AGENT")
     add("--tag-output", action="store_true", default=None,
         help="prefix each line with its rank, as [RANK]<stdout>: or "
         "[RANK]<stderr>:; default $FLOCK_TAG_OUTPUT")
@@ -177,21 +144,16 @@ def split_command(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
     option's value, or right after "--". Option values are glued on
     ("-x=FOO") so argparse takes them verbatim.
     """
-    front: List[str] = []
     i = 0
-    while i < len(argv):
-        token = argv[i]
-        if token == "--":
-            return front, list(argv[i + 1:])
-        if token in VALUE_OPTIONS and i + 1 < len(argv):
-            front.append(f"{token}={argv[i + 1]}")
+    while i < len(argv) and argv[i] != "--":
+        if argv[i] in VALUE_OPTIONS and i + 1 < len(argv):
             i += 2
-        elif token.startswith("-") and token != "-":
-            front.append(token)  # a flag, "--opt=value", or an error
-            i += 1
+        elif argv[i].startswith("-") and argv[i] != "-":
+            i += 1  # a flag, "--opt=value", or an error
         else:
-            return front, list(argv[i:])
-    return front, []
+            break
+    command = list(argv[i + 1:] if argv[i:i + 1] == ["--"] else argv[i:])
+    return glue_values(argv[:i], VALUE_OPTIONS), command
 
 
 def options_from_args(args: argparse.Namespace,
@@ -202,17 +164,8 @@ def options_from_args(args: argparse.Namespace,
     build_mpirun_argv from the environment it is handed. The CLI always
     relays the output (unless the user's --mpi-args choose mpirun's format).
     """
-    hostfile_hosts = None
-    if args.hostfile is not None:
-        hostfile_hosts = tuple(read_hostfile(args.hostfile))
-    return LaunchOptions(
-        num_proc=args.num_proc, command=tuple(command),
-        host_spec=args.host_spec, hostfile=args.hostfile,
-        hostfile_hosts=hostfile_hosts, env_vars=tuple(args.env_vars),
-        mpi_args=tuple(args.mpi_args),
-        timeline_filename=args.timeline_filename,
-        network_interfaces=tuple(args.network_interfaces),
-        rsh_agent=args.rsh_agent, relay_output=True, tag_output=args.tag_output)
+    return launch_options(args, command, timeline_filename=args.timeline_filename,
+                          relay_output=True, tag_output=args.tag_output)
 
 
 def listed_hosts(options: LaunchOptions) -> Tuple[Optional[List[Host]], str]:

@@ -11,6 +11,7 @@ message says why), 2 a usage error, 130 interrupted. See docs/running.md.
 """
 
 import argparse
+import functools
 import os
 import shlex
 import shutil
@@ -19,48 +20,29 @@ import sys
 import time
 from typing import Mapping, Optional, Sequence
 
-from flockrun.command import LaunchOptions
 from flockrun.errors import LaunchError
-from flockrun.hosts import read_hostfile
 from flockrun.interactive_commands import StartRequest, build_commands, controller_ip
 from flockrun.interactive_state import DEFAULT_PROFILE, Profile
 from flockrun.interactive_teardown import ClusterError, status, stop
 from flockrun.machine import local_core_count, local_hostnames
+from flockrun.options import (LAUNCH_VALUE_OPTIONS, Parser, add_launch_arguments, glue_values,
+                              launch_options)
 
 PROG = "flock-interactive"
 
-# Options whose value may start with "-" (--mpi-args "--tag-output"): glued
-# on as "--opt=value" before argparse sees them, as flockrun does.
-_VALUE_OPTIONS = ("-np", "-n", "--num-proc", "-H", "--host", "--hostfile", "-x",
-                  "--mpi-args", "--network-interface", "--rsh-agent")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"{PROG}: error: {message}\nrun '{PROG} --help' for usage\n")
+# flock-interactive's options that take a value (see options.glue_values).
+VALUE_OPTIONS = LAUNCH_VALUE_OPTIONS + ("--controller-ip", "--timeout", "--profile")
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Run an ipyparallel cluster whose engines are "
-                     "the ranks of a flock job (Bluefog's ibfrun).",
-                     epilog="see docs/running.md, 'Interactive use'")
+    parser = Parser(prog=PROG, command=PROG, description="Run an ipyparallel cluster whose "
+                    "engines are the ranks of a flock job (Bluefog's ibfrun).",
+                    epilog="see docs/running.md, 'Interactive use'")
     commands = parser.add_subparsers(dest="action", required=True, metavar="ACTION",
-                                     parser_class=_Parser)
+                                     parser_class=functools.partial(Parser, command=PROG))
     begin = commands.add_parser("start", help="start a controller and N engines; returns "
                                 "once every engine has registered")
-    begin.add_argument("-np", "-n", "--num-proc", dest="num_proc", type=int, required=True,
-                       metavar="N", help="number of engines (ranks)")
-    hosts = begin.add_mutually_exclusive_group()
-    hosts.add_argument("-H", "--host", dest="host_spec", metavar="HOSTS",
-                       help="comma-separated HOST[:SLOTS] list, as for flockrun")
-    hosts.add_argument("--hostfile", metavar="FILE", help="file of 'host [slots=N]' lines")
-    begin.add_argument("-x", dest="env_vars", action="append", default=[],
-                       metavar="VAR[=value]", help="export VAR to every engine; repeatable")
-    begin.add_argument("--mpi-args", dest="mpi_args", action="append", default=[],
-                       metavar="ARGS", help="extra mpirun arguments; repeatable")
-    begin.add_argument("--network-interface", dest="network_interfaces", action="append",
-                       default=[], metavar="IFACES", help="as for flockrun")
-    begin.add_argument("--rsh-agent", metavar="COMMAND", help="as for flockrun")
+    add_launch_arguments(begin, ranks="engines (ranks)", required=True)
     begin.add_argument("--controller-ip", metavar="ADDRESS", help="address the controller "
                        "listens on; default 127.0.0.1, or every interface (*) when a host "
                        "is another machine")
@@ -80,31 +62,12 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def glue_values(argv: Sequence[str]) -> list:
-    """["--mpi-args", "--x"] -> ["--mpi-args=--x"], so values may start with "-"."""
-    glued, i = [], 0
-    while i < len(argv):
-        if argv[i] in _VALUE_OPTIONS and i + 1 < len(argv):
-            glued.append(f"{argv[i]}={argv[i + 1]}")
-            i += 2
-        else:
-            glued.append(argv[i])
-            i += 1
-    return glued
-
-
 def request_from_args(args: argparse.Namespace) -> StartRequest:
     if args.num_proc < 1:
         raise LaunchError(f"-np must be at least 1, got {args.num_proc}")
     if args.timeout <= 0:
         raise LaunchError(f"--timeout must be positive, got {args.timeout}")
-    hostfile_hosts = None if args.hostfile is None else tuple(read_hostfile(args.hostfile))
-    launch = LaunchOptions(num_proc=args.num_proc, command=(), host_spec=args.host_spec,
-                           hostfile=args.hostfile, hostfile_hosts=hostfile_hosts,
-                           env_vars=tuple(args.env_vars), mpi_args=tuple(args.mpi_args),
-                           network_interfaces=tuple(args.network_interfaces),
-                           rsh_agent=args.rsh_agent)
-    return StartRequest(launch=launch, profile=args.profile,
+    return StartRequest(launch=launch_options(args), profile=args.profile,
                         controller_ip=args.controller_ip, timeout=args.timeout)
 
 
@@ -152,7 +115,7 @@ def main(argv: Optional[Sequence[str]] = None,
          environ: Optional[Mapping[str, str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     environ = dict(os.environ) if environ is None else dict(environ)
-    args = make_parser().parse_args(glue_values(argv))  # exits 2 on a usage error
+    args = make_parser().parse_args(glue_values(argv, VALUE_OPTIONS))  # exits 2 if bad
     try:
         previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     except ValueError:  # not the main thread: leave signals alone

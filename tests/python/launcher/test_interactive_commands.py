@@ -13,10 +13,11 @@ import pytest
 
 from flockrun.command import LaunchOptions
 from flockrun.errors import LaunchError
-from flockrun.interactive import glue_values, main
+from flockrun.interactive import VALUE_OPTIONS, main
 from flockrun.interactive_commands import (StartRequest, controller_argv, controller_ip,
                                            engine_mpirun_argv)
 from flockrun.interactive_state import ClusterRecord, EngineRecord, Profile
+from flockrun.options import glue_values
 from flockrun.processes import ProcessId
 
 MPIRUN = "/usr/bin/mpirun"
@@ -92,7 +93,8 @@ def test_controller_listens_on_loopback_unless_a_host_is_elsewhere(launch, ip, e
 
 
 def test_option_values_may_start_with_a_dash():
-    assert glue_values(["start", "-np", "2", "--mpi-args", "--tag-output", "--verbose"]) == [
+    assert glue_values(["start", "-np", "2", "--mpi-args", "--tag-output", "--verbose"],
+                       VALUE_OPTIONS) == [
         "start", "-np=2", "--mpi-args=--tag-output", "--verbose"]
 
 
@@ -113,6 +115,7 @@ def test_dry_run_prints_both_command_lines(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["start", "-np", "0"], "-np must be at least 1"),
     (["start", "-np", "2", "--timeout", "0"], "--timeout must be positive"),
+    (["start", "-np", "2", "--timeout", "-1"], "--timeout must be positive"),
     (["start", "-np", "2", "--profile", "a/b"], "bad profile name"),
     (["start", "-np", "2", "-H", "a:1,b:x"], "bad host entry"),
 ])
