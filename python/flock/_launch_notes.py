@@ -38,12 +38,51 @@ def started_by_launcher(environ=None):
 def suggested_command(orig_argv):
     """The flockrun command for this program, or a template when it cannot be repeated.
 
-    ``python -c CODE`` and interactive sessions (no script) get the template.
+    ``python -c CODE``, interactive sessions (no script) and Jupyter kernels get the
+    template. Only the interpreter's own options count: ``python train.py -c cfg`` runs a
+    script, whose ``-c`` is its own.
     """
     argv = list(orig_argv or [])
-    if len(argv) < 2 or "-c" in argv[1:] or any("ipykernel" in a for a in argv):
+    if len(argv) < 2 or _python_runs(argv[1:]) is None or any("ipykernel" in a for a in argv):
         return "flockrun -np N python YOUR_SCRIPT.py"
     return "flockrun -np N " + shlex.join(argv)
+
+
+def _python_runs(args):
+    """What a Python interpreter runs given its arguments: "script", "module" (-m), or None
+    (-c CODE, stdin, an interactive session). Options after the script are the script's.
+
+    (launcher/flockrun/program.py reads them the same way; flock does not import flockrun.)
+    """
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            return "script" if i < len(args) else None
+        if arg in ("", "-"):
+            return None  # stdin, or the empty sys.argv[0] of an interactive session
+        if not arg.startswith("-"):
+            return "script"
+        if arg.startswith("--"):
+            i += 1 if arg == "--check-hash-based-pycs" else 0
+            continue
+        for position, letter in enumerate(arg[1:], start=1):  # -u, -OO, -uc CODE, -Wignore
+            if letter == "c":
+                return None
+            if letter == "m":
+                return "module"
+            if letter in "WX":
+                i += 1 if position == len(arg) - 1 else 0  # its value is the next word
+                break
+    return None
+
+
+def _command_line():
+    """How this process was started: sys.orig_argv (Python 3.10+), else its nearest
+    equivalent (the interpreter's own options are not known then)."""
+    orig_argv = getattr(sys, "orig_argv", None)
+    return list(orig_argv) if orig_argv else [sys.executable, *sys.argv]
 
 
 def note_single_rank(size, environ=None, stream=None):
@@ -53,7 +92,7 @@ def note_single_rank(size, environ=None, stream=None):
         return
     _single_rank_noted = True
     stream = sys.stderr if stream is None else stream
-    command = suggested_command(getattr(sys, "orig_argv", None))
+    command = suggested_command(_command_line())
     stream.write("flock: running as 1 rank (not started by flockrun or mpirun); to use N "
                  "ranks: {}  (FLOCK_QUIET=1 hides this note)\n".format(command))
     stream.flush()

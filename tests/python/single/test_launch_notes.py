@@ -1,5 +1,6 @@
 """What a rank says about how it was started: the note of a launcher-less run."""
 
+import io
 import os
 import subprocess
 import sys
@@ -56,6 +57,12 @@ def test_the_note_is_not_given_under_a_launcher_or_when_quiet_is_0():
     (["python3", "-m", "pkg.train"], "flockrun -np N python3 -m pkg.train"),
     (["python3", "my dir/t.py"], "flockrun -np N python3 'my dir/t.py'"),
     (["python3", "-c", "import flock"], "flockrun -np N python YOUR_SCRIPT.py"),
+    (["python3", "-uc", "import flock"], "flockrun -np N python YOUR_SCRIPT.py"),
+    (["python", "train.py", "-c", "cfg"], "flockrun -np N python train.py -c cfg"),
+    (["python3", "-u", "-X", "dev", "-W", "ignore", "t.py", "-m", "x"],
+     "flockrun -np N python3 -u -X dev -W ignore t.py -m x"),
+    (["python3", "-", "-c"], "flockrun -np N python YOUR_SCRIPT.py"),
+    (["/usr/bin/python3", ""], "flockrun -np N python YOUR_SCRIPT.py"),  # 3.9: a REPL
     (["python3"], "flockrun -np N python YOUR_SCRIPT.py"),
     (["python3", "-m", "ipykernel_launcher", "-f", "k.json"],
      "flockrun -np N python YOUR_SCRIPT.py"),
@@ -63,3 +70,14 @@ def test_the_note_is_not_given_under_a_launcher_or_when_quiet_is_0():
 ])
 def test_suggested_command_repeats_the_program_when_it_can(argv, command):
     assert _launch_notes.suggested_command(argv) == command
+
+
+def test_without_orig_argv_the_note_uses_the_executable_and_argv(monkeypatch):
+    # Python 3.9 has no sys.orig_argv.
+    monkeypatch.delattr(sys, "orig_argv", raising=False)
+    monkeypatch.setattr(sys, "argv", ["train.py", "--lr", "0.1"])
+    monkeypatch.setattr(_launch_notes, "_single_rank_noted", False)
+    stream = io.StringIO()
+    _launch_notes.note_single_rank(1, environ={}, stream=stream)
+    assert "to use N ranks: flockrun -np N {} train.py --lr 0.1  (".format(
+        sys.executable) in stream.getvalue()
