@@ -5,6 +5,7 @@ flock-interactive starts mpirun and the controller) and ends them all.
 """
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -38,23 +39,40 @@ time.sleep(60)
 """
 
 
+TIMEOUT = 30  # seconds for FAMILY to report its pids; it takes milliseconds
+
+
+def read_line(pipe, timeout):
+    """One line from pipe; the test fails if none is ready within timeout seconds."""
+    ready, _, _ = select.select([pipe], [], [], timeout)
+    if not ready:
+        pytest.fail(f"no line within {timeout} s")
+    return pipe.readline()
+
+
 @pytest.fixture
 def family(request):
     """Start FAMILY; yield (leader, in-session child, setsid'd child) as ProcessIds."""
     mode = getattr(request, "param", "default")
     proc = subprocess.Popen([sys.executable, "-c", FAMILY, mode], stdout=subprocess.PIPE,
                             text=True, start_new_session=True)
+    pids = [proc.pid]
     try:
-        inside, outside = (int(p) for p in proc.stdout.readline().split())
-        ids = [identify(proc.pid), identify(inside), identify(outside)]
-        assert None not in ids
+        pids += [int(p) for p in read_line(proc.stdout, TIMEOUT).split()]
+        ids = [identify(pid) for pid in pids]
+        assert None not in ids and len(ids) == 3
         yield ids
     finally:
-        for pid in (proc.pid, inside, outside):
+        for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, UnboundLocalError):
+            except ProcessLookupError:
                 pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # a child whose pid never came
+        except ProcessLookupError:
+            pass
+        proc.stdout.close()
         proc.wait(timeout=10)
 
 
