@@ -5,6 +5,7 @@ The ranks run plain Python (no flock import); every flockrun has a timeout and
 is stopped with everything it started if it overruns (test_end_to_end.flockrun).
 """
 
+import itertools
 import re
 import shutil
 import signal
@@ -19,8 +20,27 @@ from test_end_to_end import TIMEOUT, flockrun, stop_session
 pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None,
                                 reason="needs OpenMPI's mpirun on PATH")
 
-# Each rank writes LINES long lines to stdout (every third to stderr), each cut
-# into pieces written one os.write at a time, with short pauses at random.
+# Each rank writes LINES lines to stdout (every third to stderr), each with one
+# os.write of less than PIPE_BUF bytes, so that a line never waits half-written:
+# whatever the load, the relay never has to write a line unfinished (after
+# PARTIAL_LINE_WAIT_S), and every line must come out whole. (mpirun still cuts
+# lines where its reads end; the relay puts them back together.)
+WHOLE_LINES_WRITER = """
+import os, random, select, time
+rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+rng = random.Random(rank)
+for i in range({lines}):
+    data = ("r%d-l%d:" % (rank, i) + "abcd"[rank % 4] * rng.randint(1, 4000) + "\\n").encode()
+    assert len(data) < select.PIPE_BUF
+    os.write(2 if i % 3 == 0 else 1, data)
+    if rng.random() < 0.2:
+        time.sleep(0.001)
+"""
+
+# The same lines, but each cut into pieces written one os.write at a time, with
+# short pauses at random: the relay joins the pieces. A rank descheduled mid-line
+# for longer than PARTIAL_LINE_WAIT_S gets its line written unfinished (that is
+# the relay's rule for prompts), so this test checks what holds whatever the timing.
 CHOPPED_WRITER = """
 import os, random, time
 rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
@@ -39,6 +59,11 @@ for i in range({lines}):
 LINE_RE = re.compile(r"^(\[(\d)\]<(stdout|stderr)>:)?r(\d)-l(\d+):([abcd]+)$")
 
 
+def indices_on(stream, lines):
+    """The line numbers the writers send to stream."""
+    return [i for i in range(lines) if (i % 3 == 0) == (stream == "stderr")]
+
+
 def check_whole_lines(text, stream, num_proc, lines, tagged):
     """Every line of every rank arrived whole, in order, tagged when asked."""
     seen = {rank: [] for rank in range(num_proc)}
@@ -51,15 +76,32 @@ def check_whole_lines(text, stream, num_proc, lines, tagged):
             assert (int(tag_rank), tag_stream) == (int(rank), stream)
         assert set(body) == {"abcd"[int(rank) % 4]}
         seen[int(rank)].append(int(index))
-    want_stderr = stream == "stderr"
     for rank in range(num_proc):
-        assert seen[rank] == [i for i in range(lines) if (i % 3 == 0) == want_stderr]
+        assert seen[rank] == indices_on(stream, lines)
+
+
+def check_never_mixed(text, stream, num_proc, lines):
+    """Tagged output where a line may have been written in pieces: each terminal line
+    holds one rank's text; a rank's pieces, joined, are its lines in order, and each
+    of its lines starts a terminal line."""
+    pieces = {rank: [] for rank in range(num_proc)}
+    for line in text.splitlines():
+        match = re.fullmatch(rf"\[(\d)\]<{stream}>:(.*)", line)
+        assert match, f"an untagged line on {stream}: {line[:100]!r}"
+        pieces[int(match.group(1))].append(match.group(2))
+    for rank, parts in pieces.items():
+        joined = "".join(parts)
+        starts = set(itertools.accumulate(len(part) for part in parts))
+        found = list(re.finditer(rf"r{rank}-l(\d+):{'abcd'[rank % 4]}+", joined))
+        assert "".join(m.group(0) for m in found) == joined, f"rank {rank}: foreign text"
+        assert [int(m.group(1)) for m in found] == indices_on(stream, lines)
+        assert all(m.start() in starts | {0} for m in found), f"rank {rank}: lines joined"
 
 
 @pytest.mark.parametrize("how", ["option", "variable", "untagged"])
 def test_lines_of_four_ranks_never_interleave(launcher_env, how):
     lines = 60
-    args = ["-np", "4", sys.executable, "-c", CHOPPED_WRITER.format(lines=lines)]
+    args = ["-np", "4", sys.executable, "-c", WHOLE_LINES_WRITER.format(lines=lines)]
     if how == "option":
         args.insert(2, "--tag-output")
     elif how == "variable":
@@ -68,6 +110,15 @@ def test_lines_of_four_ranks_never_interleave(launcher_env, how):
     assert code == 0, err[-2000:]
     check_whole_lines(out, "stdout", 4, lines, tagged=how != "untagged")
     check_whole_lines(err, "stderr", 4, lines, tagged=how != "untagged")
+
+
+def test_lines_written_in_pieces_are_joined_and_never_mixed(launcher_env):
+    lines = 60
+    code, out, err = flockrun(["-np", "4", "--tag-output", sys.executable, "-c",
+                               CHOPPED_WRITER.format(lines=lines)], launcher_env, timeout=120)
+    assert code == 0, err[-2000:]
+    check_never_mixed(out, "stdout", 4, lines)
+    check_never_mixed(err, "stderr", 4, lines)
 
 
 # Rank 1 fails once every rank runs: mpirun names a rank that fails earlier only
