@@ -68,10 +68,13 @@ setup(
     # networkx is optional: flock.topology converts to and from networkx graphs when it is there.
     # "examples": what examples/python needs (the main job, train_digits.py, uses torch and
     # scikit-learn); tqdm and matplotlib only add progress bars and plots, skipped without them.
+    # "interactive": what flock-interactive needs (its engines are ipyparallel's; tested with
+    # 7.1, Debian 12's, and it runs ipyparallel.controller and .engine.app as 7 lays them out).
     extras_require={
         "networkx": ["networkx>=2.5"],
         "torch": ["torch"],
         "examples": ["torch", "torchvision", "scikit-learn", "tqdm", "matplotlib"],
+        "interactive": ["ipyparallel>=7"],
     },
     zip_safe=False,
 )

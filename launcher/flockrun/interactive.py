@@ -7,7 +7,8 @@
 A notebook or IPython session then drives the ranks with ``%%px`` after
 ``ipyparallel.Client(profile="flock")``. Bluefog users know this as ``ibfrun``.
 Exit status: 0 done, 1 the cluster could not be started or stopped (the
-message says why), 2 a usage error, 130 interrupted. See docs/running.md.
+message says why), 2 a usage error, 130 interrupted (Ctrl-C), 143 stopped by
+SIGTERM (a start ends what it had started either way). See docs/running.md.
 """
 
 import argparse
