@@ -8,7 +8,7 @@ A notebook or IPython session then drives the ranks with ``%%px`` after
 ``ipyparallel.Client(profile="flock")``. Bluefog users know this as ``ibfrun``.
 Exit status: 0 done, 1 the cluster could not be started or stopped (the
 message says why), 2 a usage error, 130 interrupted (Ctrl-C), 143 stopped by
-SIGTERM (a start ends what it had started either way). See docs/running.md.
+SIGTERM (a start ends what it had started either way). See docs/interactive.md.
 """
 
 import argparse
@@ -38,7 +38,7 @@ VALUE_OPTIONS = LAUNCH_VALUE_OPTIONS + ("--controller-ip", "--timeout", "--profi
 def make_parser() -> argparse.ArgumentParser:
     parser = Parser(prog=PROG, command=PROG, description="Run an ipyparallel cluster whose "
                     "engines are the ranks of a flock job (Bluefog's ibfrun).",
-                    epilog="see docs/running.md, 'Interactive use'")
+                    epilog="see docs/interactive.md")
     commands = parser.add_subparsers(dest="action", required=True, metavar="ACTION",
                                      parser_class=functools.partial(Parser, command=PROG))
     begin = commands.add_parser("start", help="start a controller and N engines; returns "
