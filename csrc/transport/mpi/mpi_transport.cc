@@ -107,26 +107,31 @@ Status MpiTransport::Init(int local_size_override, const std::string& variable) 
   }
   SetLogRank(world_rank);
   FLOCK_RETURN_IF_ERROR(FindHostPeers(world));
-  FindWindowModel(world);
+  FindWindowModel();
   idle_yield_ = std::make_unique<IdleYieldSwitch>(IdleYieldSwitch::FindOpenMpiSwitch());
   return types_.Create();
 }
 
-// The memory model is a property of a window: ask a one-byte window over the
-// world (collective, like the rest of Init; OpenMPI's one-sided components
-// refuse a window of MPI_COMM_SELF). A failure only means "not unified".
-void MpiTransport::FindWindowModel(MPI_Comm world) {
-  char byte = 0;
+// The memory model is a property of the one-sided component, seen through a
+// window: ask a small window of this process alone (MPI_Win_allocate: OpenMPI's
+// components refuse MPI_Win_create on a one-process communicator). Local, no
+// other rank involved; a failure only means "not unified".
+void MpiTransport::FindWindowModel() {
+  MPI_Comm self = MPI_COMM_NULL;
+  if (MPI_Comm_dup(MPI_COMM_SELF, &self) != MPI_SUCCESS) return;
+  MPI_Comm_set_errhandler(self, MPI_ERRORS_RETURN);
+  void* base = nullptr;
   MPI_Win window = MPI_WIN_NULL;
-  if (MPI_Win_create(&byte, 1, 1, MPI_INFO_NULL, world, &window) != MPI_SUCCESS) {
-    FLOCK_LOG(kDebug, "transport") << "no MPI window could be created: model unknown";
-    return;
+  if (MPI_Win_allocate(8, 1, MPI_INFO_NULL, self, &base, &window) == MPI_SUCCESS) {
+    int* model = nullptr;
+    int found = 0;
+    MPI_Win_get_attr(window, MPI_WIN_MODEL, &model, &found);
+    unified_window_model_ = found != 0 && model != nullptr && *model == MPI_WIN_UNIFIED;
+    MPI_Win_free(&window);
+  } else {
+    FLOCK_LOG(kDebug, "transport") << "no MPI window could be allocated: model unknown";
   }
-  int* model = nullptr;
-  int found = 0;
-  MPI_Win_get_attr(window, MPI_WIN_MODEL, &model, &found);
-  unified_window_model_ = found != 0 && model != nullptr && *model == MPI_WIN_UNIFIED;
-  MPI_Win_free(&window);
+  MPI_Comm_free(&self);
 }
 
 Status MpiTransport::FindHostPeers(MPI_Comm world) {

@@ -67,7 +67,7 @@ class MpiTransport final : public Transport {
   MpiTransport() = default;
   Status Init(int local_size_override, const std::string& variable);
   Status FindHostPeers(MPI_Comm world);
-  void FindWindowModel(MPI_Comm world);
+  void FindWindowModel();
   MPI_Comm comm(CommGroup group) const;
 
   struct PostedSend {
