@@ -18,6 +18,13 @@ constexpr int kResponseTag = 2;
 constexpr int kShutdownTag = 3;
 // How long a stopping engine waits for the other ranks' neighbour goodbyes.
 constexpr auto kNeighborDrainLimit = std::chrono::seconds(10);
+// Rank 0 checks its stalls once a second: a rank that heard nothing from it
+// this long past FLOCK_STALL_SHUTDOWN_S takes it for stopped or hung.
+constexpr double kCoordinatorGraceS = 1.5;
+
+double SecondsSince(Clock::time_point then, Clock::time_point now) {
+  return std::chrono::duration<double>(now - then).count();
+}
 
 }  // namespace
 
@@ -64,6 +71,7 @@ Status Engine::Start() {
   }
   last_stall_check_ = Clock::now();
   last_neighbor_stall_check_ = last_stall_check_;
+  last_heard_from_coordinator_ = last_stall_check_;
   thread_ = std::thread([this] { Run(); });
   return Status::OK();
 }
@@ -127,7 +135,9 @@ void Engine::Run() {
   while (!finished_) Idle(Step());
   // Every rank has shut down; the neighbour goodbyes and the last transfers
   // may still be on their way (another communicator than the final response).
-  const auto give_up = Clock::now() + kNeighborDrainLimit;
+  // Without rank 0 its goodbye never comes: do not wait the full limit for it.
+  const auto give_up =
+      Clock::now() + (coordinator_lost_ ? std::chrono::seconds(1) : kNeighborDrainLimit);
   while (!neighbor_->done() && Clock::now() < give_up) Idle(Step());
   Step();  // requests queued at the very end fail here (this rank has left)
   handles_.WakeHeld();
@@ -160,7 +170,7 @@ bool Engine::Step() {
   did_work |= neighbor_->Poll();
   did_work |= SendReady();
   did_work |= PollControl();
-  if (rank_ == 0) CheckStalls();
+  CheckStalls();
   CheckNeighborStalls();
   auto progressed = transport_.ProgressSends();
   if (!progressed.ok()) FLOCK_LOG(kError, "engine") << progressed.status().ToString();
@@ -215,6 +225,8 @@ bool Engine::DrainQueue() {
     neighbor_->Depart();
     if (rank_ == 0) {
       coordinator_->AddShutdown(0);
+    } else if (coordinator_lost_) {
+      finished_ = true;  // no final answer will come (CheckCoordinatorSilence)
     } else {
       Status s = transport_.PostSend({}, 0, kShutdownTag, CommGroup::kControl);
       if (!s.ok()) FLOCK_LOG(kError, "engine") << s.ToString();
@@ -283,6 +295,7 @@ bool Engine::PollControl() {
   while (true) {
     auto got = transport_.TryReceive(0, kResponseTag, CommGroup::kControl, &from, &bytes);
     if (!got.ok() || !got.value()) break;
+    last_heard_from_coordinator_ = Clock::now();
     auto responses = DecodeResponses(bytes);
     if (!responses.ok()) {
       FLOCK_LOG(kError, "engine") << responses.status().ToString();
@@ -294,25 +307,57 @@ bool Engine::PollControl() {
   return did_work;
 }
 
+// Once a second. Rank 0 (the coordinator) warns about names some ranks
+// submitted and others not after FLOCK_STALL_WARNING_S, and fails them after
+// FLOCK_STALL_SHUTDOWN_S, each on its own clock. The other ranks watch the
+// coordinator itself (CheckCoordinatorSilence).
 void Engine::CheckStalls() {
   const auto now = Clock::now();
-  if (std::chrono::duration<double>(now - last_stall_check_).count() < 1.0) return;
+  if (SecondsSince(last_stall_check_, now) < 1.0) return;
   last_stall_check_ = now;
-  std::vector<Stall> stalls = coordinator_->FindStalls(now, config_.stall_warning_s);
-  for (const Stall& stall : stalls) {
+  if (rank_ != 0) {
+    CheckCoordinatorSilence(now);
+    return;
+  }
+  const double warn = config_.stall_warning_s, fail = config_.stall_shutdown_s;
+  for (const Stall& stall : coordinator_->FindStalls(now, fail > 0 ? std::min(warn, fail) : warn)) {
     std::string ready, missing;
     for (int r : stall.ready_ranks) ready += (ready.empty() ? "" : ", ") + std::to_string(r);
     for (int r : stall.missing_ranks) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    FLOCK_LOG(kWarning, "stall") << "'" << stall.name << "' has waited "
-                                 << static_cast<int>(stall.seconds) << " s: submitted by ranks "
-                                 << ready << " but not by ranks " << missing;
-    if (config_.stall_shutdown_s > 0 && stall.seconds >= config_.stall_shutdown_s) {
+    if (stall.seconds >= warn) {
+      FLOCK_LOG(kWarning, "stall")
+          << "'" << stall.name << "' has waited " << static_cast<int>(stall.seconds)
+          << " s: submitted by ranks " << ready << " but not by ranks " << missing;
+    }
+    if (fail > 0 && stall.seconds >= fail) {
       coordinator_->FailStalled({stall}, "'" + stall.name + "' stalled for " +
                                              std::to_string(static_cast<int>(stall.seconds)) +
                                              " s: ranks " + missing +
                                              " never submitted it (FLOCK_STALL_SHUTDOWN_S)");
     }
   }
+}
+
+// A rank other than 0 whose global op has waited past FLOCK_STALL_SHUTDOWN_S
+// with no word from rank 0 meanwhile: rank 0 would have failed a stall by now,
+// so it is stopped or hung. Its ops fail, and so do later global ops on this
+// rank (the coordinator's state is unknown); neighbor ops go on.
+void Engine::CheckCoordinatorSilence(Clock::time_point now) {
+  const double limit = config_.stall_shutdown_s;
+  if (limit <= 0 || pending_.empty() || !shutting_down_reason_.empty()) return;
+  const double silent = SecondsSince(last_heard_from_coordinator_, now);
+  if (silent < limit + kCoordinatorGraceS) return;
+  Clock::time_point oldest = now;
+  for (const auto& [name, request] : pending_) oldest = std::min(oldest, request.submitted);
+  if (SecondsSince(oldest, now) < limit + kCoordinatorGraceS) return;
+  shutting_down_reason_ = "no answer from rank 0, which coordinates global ops, for " +
+                          std::to_string(static_cast<int>(silent)) +
+                          " s (FLOCK_STALL_SHUTDOWN_S): it is stopped, hung or gone; global ops "
+                          "are off on rank " +
+                          std::to_string(rank_) + " from now on";
+  FLOCK_LOG(kError, "stall") << shutting_down_reason_;
+  coordinator_lost_ = true;
+  FailAllPending(shutting_down_reason_);
 }
 
 void Engine::Handle(const std::vector<Response>& responses) {

@@ -96,6 +96,7 @@ class Engine {
   bool SendReady();
   bool PollControl();
   void CheckStalls();
+  void CheckCoordinatorSilence(Clock::time_point now);
   void CheckNeighborStalls();
   void Handle(const std::vector<Response>& responses);
   void Execute(const Response& response);
@@ -178,6 +179,8 @@ class Engine {
   double idle_sleep_us_ = 0;
   Clock::time_point last_activity_;
   Clock::time_point last_stall_check_;
+  Clock::time_point last_heard_from_coordinator_;  // ranks > 0: rank 0's last message
+  bool coordinator_lost_ = false;                  // rank 0 stopped answering: shut down without it
 };
 
 }  // namespace flock

@@ -1,0 +1,89 @@
+// Hangs become errors on time (FLOCK_STALL_SHUTDOWN_S), with ranks played by
+// threads: a name some ranks never submit fails after the shutdown period
+// whatever the warning period, and ranks whose coordinator (rank 0) stopped
+// answering fail their global ops and still shut down.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include "../support/engine_requests.h"
+#include "../support/engines_on_threads.h"
+#include "flock/engine/engine.h"
+
+namespace flock {
+namespace {
+
+using testing::SubmitAllreduce;
+using testing::WaitFor;
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Config StallConfig(double shutdown_s) {
+  Config config;
+  config.cycle_time_ms = 2.0;
+  config.stall_warning_s = 60.0;  // the default: must not delay the shutdown
+  config.stall_shutdown_s = shutdown_s;
+  return config;
+}
+
+TEST(EngineStall, AMissingRankFailsTheOpAfterTheShutdownPeriodNotTheWarningPeriod) {
+  const int size = 3;
+  std::atomic<int> failed{0};
+  testing::OnRanks(size, StallConfig(1.0), [&](int rank, Engine& engine) {
+    std::vector<float> data(4, 1.0f);
+    if (rank != 2) {  // rank 2 never submits "late"
+      const auto start = std::chrono::steady_clock::now();
+      Status status = WaitFor(engine, SubmitAllreduce(engine, "late", data, DataType::kFloat32));
+      EXPECT_EQ(status.code(), StatusCode::kAborted) << status.ToString();
+      EXPECT_NE(status.message().find("ranks 2 never submitted it"), std::string::npos)
+          << status.message();
+      const double waited = SecondsSince(start);
+      EXPECT_GE(waited, 0.9);
+      EXPECT_LT(waited, 2.5) << "FLOCK_STALL_SHUTDOWN_S=1 should fail it within a second";
+      ++failed;
+    } else {
+      // Rank 2 waits for the others' failure: an "after" it submitted meanwhile
+      // would itself stall for a second, and fail.
+      while (failed.load() < size - 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    // The engine still works afterwards, on every rank.
+    std::vector<float> after(2, 1.0f);
+    ASSERT_TRUE(WaitFor(engine, SubmitAllreduce(engine, "after", after, DataType::kFloat32)).ok());
+    EXPECT_EQ(after[0], static_cast<float>(size));
+  });
+}
+
+// Ranks 1 and 2 run engines; rank 0 (the coordinator) never does, as if stopped.
+TEST(EngineStall, RanksWhoseCoordinatorIsSilentFailTheirGlobalOpsAndShutDown) {
+  testing::ThreadWorld world(3);
+  std::vector<std::thread> threads;
+  for (int rank = 1; rank < 3; ++rank) {
+    threads.emplace_back([&world, rank] {
+      testing::ThreadTransport transport(world, rank);
+      Engine engine(transport, StallConfig(1.0));
+      ASSERT_TRUE(engine.Start().ok());
+      std::vector<float> data(4, 1.0f);
+      const auto start = std::chrono::steady_clock::now();
+      Status status = WaitFor(engine, SubmitAllreduce(engine, "waits", data, DataType::kFloat32));
+      EXPECT_EQ(status.code(), StatusCode::kAborted) << status.ToString();
+      EXPECT_NE(status.message().find("no answer from rank 0"), std::string::npos)
+          << status.message();
+      EXPECT_LT(SecondsSince(start), 4.0);
+      // Later global ops fail at once, with the same reason.
+      Status later = WaitFor(engine, SubmitAllreduce(engine, "later", data, DataType::kFloat32));
+      EXPECT_NE(later.message().find("no answer from rank 0"), std::string::npos);
+      const auto stop = std::chrono::steady_clock::now();
+      engine.Shutdown();  // no final answer will come: it must not wait for one
+      EXPECT_LT(SecondsSince(stop), 3.0);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+}  // namespace flock
