@@ -32,7 +32,9 @@ class Writer {
   }
   // Zero bytes up to the next multiple of `alignment` (from the message start),
   // so a payload after it can be read in place as its element type.
-  void Align(size_t alignment) { bytes_.resize((bytes_.size() + alignment - 1) / alignment * alignment, 0); }
+  void Align(size_t alignment) {
+    bytes_.resize((bytes_.size() + alignment - 1) / alignment * alignment, 0);
+  }
   void Reserve(size_t n) { bytes_.reserve(n); }
   std::vector<char> Take() { return std::move(bytes_); }
 

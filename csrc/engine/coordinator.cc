@@ -21,10 +21,10 @@ Status Coordinator::AddReady(int rank, const std::vector<ReadyEntry>& entries,
                                 std::to_string(entry.cache_id) + " for '" + entry.name + "'");
       }
     }
-    if (shut_down_count_ > 0) {
+    if (!stopped_reason_.empty()) {
       Response failed =
           MakeResponse(ResponseType::kError, static_cast<OpKind>(signature->kind), {entry.name});
-      failed.error = shutdown_reason_;
+      failed.error = stopped_reason_;
       failed.code = StatusCode::kAborted;
       errors_.push_back(std::move(failed));
       continue;
@@ -104,14 +104,23 @@ void Coordinator::AddShutdown(int rank) {
   if (shut_down_[static_cast<size_t>(rank)]) return;
   shut_down_[static_cast<size_t>(rank)] = true;
   if (shut_down_count_++ == 0) {
-    shutdown_reason_ = "flock was shut down on rank " + std::to_string(rank) +
-                       "; collective ops can no longer complete";
-    Response notice = MakeResponse(ResponseType::kShuttingDown);
-    notice.error = shutdown_reason_;
-    errors_.push_back(std::move(notice));
-    FailEverythingPending(shutdown_reason_);
+    StopCollectives("flock was shut down on rank " + std::to_string(rank) +
+                    "; collective ops can no longer complete");
   }
   if (shut_down_count_ == size_) final_due_ = true;
+}
+
+void Coordinator::Break(const std::string& reason) {
+  StopCollectives(reason);
+}
+
+void Coordinator::StopCollectives(const std::string& reason) {
+  if (!stopped_reason_.empty()) return;  // the first reason is the one every rank sees
+  stopped_reason_ = reason;
+  Response notice = MakeResponse(ResponseType::kShuttingDown);
+  notice.error = reason;
+  errors_.push_back(std::move(notice));
+  FailEverythingPending(reason);
 }
 
 void Coordinator::FailEverythingPending(const std::string& reason) {

@@ -42,6 +42,10 @@ class Coordinator {
   // Records rank's announcements; an unknown cache id is an error (a bug).
   Status AddReady(int rank, const std::vector<ReadyEntry>& entries, Clock::time_point now);
   void AddShutdown(int rank);
+  // The control plane cannot be trusted any more (a message that cannot be
+  // read, a rank that reports one): every pending name fails with `reason` on
+  // every rank, and so does every name announced later. Shutdown still works.
+  void Break(const std::string& reason);
 
   // The responses decided since the last call, in execution order.
   std::vector<Response> TakeResponses();
@@ -74,6 +78,7 @@ class Coordinator {
                 Clock::time_point now);
   void Complete(const std::string& name, Pending pending);
   void FailEverythingPending(const std::string& reason);
+  void StopCollectives(const std::string& reason);
 
   int size_;
   int64_t threshold_;
@@ -83,7 +88,7 @@ class Coordinator {
   std::vector<Response> errors_;
   std::vector<bool> shut_down_;
   int shut_down_count_ = 0;
-  std::string shutdown_reason_;
+  std::string stopped_reason_;  // why collectives stopped (a shutdown, a Break)
   bool final_sent_ = false;
   bool final_due_ = false;
 };

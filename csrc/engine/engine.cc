@@ -13,18 +13,8 @@
 namespace flock {
 namespace {
 
-constexpr int kReadyTag = 1;
-constexpr int kResponseTag = 2;
-constexpr int kShutdownTag = 3;
 // How long a stopping engine waits for the other ranks' neighbour goodbyes.
 constexpr auto kNeighborDrainLimit = std::chrono::seconds(10);
-// Rank 0 checks its stalls once a second: a rank that heard nothing from it
-// this long past FLOCK_STALL_SHUTDOWN_S takes it for stopped or hung.
-constexpr double kCoordinatorGraceS = 1.5;
-
-double SecondsSince(Clock::time_point then, Clock::time_point now) {
-  return std::chrono::duration<double>(now - then).count();
-}
 
 }  // namespace
 
@@ -173,7 +163,9 @@ bool Engine::Step() {
   CheckStalls();
   CheckNeighborStalls();
   auto progressed = transport_.ProgressSends();
-  if (!progressed.ok()) FLOCK_LOG(kError, "engine") << progressed.status().ToString();
+  if (!progressed.ok()) FailTransport(progressed.status(), "sending control messages");
+  Status neighbor_transport = neighbor_->TakeTransportFailure();
+  if (!neighbor_transport.ok()) FailTransport(neighbor_transport, "neighbour messages");
   return did_work;
 }
 
@@ -226,10 +218,13 @@ bool Engine::DrainQueue() {
     if (rank_ == 0) {
       coordinator_->AddShutdown(0);
     } else if (coordinator_lost_) {
-      finished_ = true;  // no final answer will come (CheckCoordinatorSilence)
+      // No final answer will come (CheckCoordinatorSilence, EndJob); rank 0, if
+      // it still runs, is told anyway, so that its own shutdown completes.
+      (void)transport_.PostSend({}, 0, kShutdownTag, CommGroup::kControl);
+      finished_ = true;
     } else {
       Status s = transport_.PostSend({}, 0, kShutdownTag, CommGroup::kControl);
-      if (!s.ok()) FLOCK_LOG(kError, "engine") << s.ToString();
+      if (!s.ok()) FailTransport(s, "telling rank 0 of this rank's shutdown");
     }
     return true;
   }
@@ -250,114 +245,92 @@ bool Engine::SendReady() {
   for (const ReadyEntry& e : unsent_) counters_.cache_hits += e.cache_id >= 0 ? 1 : 0;
   if (rank_ == 0) {
     Status s = coordinator_->AddReady(0, unsent_, Clock::now());
-    if (!s.ok()) FLOCK_LOG(kError, "engine") << s.ToString();
+    if (!s.ok()) coordinator_->Break("rank 0 refused its own announcement: " + s.message());
   } else {
     std::vector<char> bytes = EncodeReady(unsent_);
     counters_.control_bytes += static_cast<int64_t>(bytes.size());
     Status s = transport_.PostSend(std::move(bytes), 0, kReadyTag, CommGroup::kControl);
-    if (!s.ok()) FLOCK_LOG(kError, "engine") << s.ToString();
+    if (!s.ok()) FailTransport(s, "announcing requests to rank 0");
   }
   unsent_.clear();
   return true;
 }
 
 bool Engine::PollControl() {
+  return rank_ == 0 ? PollAnnouncements() : PollResponses();
+}
+
+// Rank 0: the other ranks' announcements, shutdowns and failure reports, then
+// the coordinator's answers to every rank.
+bool Engine::PollAnnouncements() {
   bool did_work = false;
   int from = 0;
   std::vector<char> bytes;
-  if (rank_ == 0) {
+  for (const int tag : {kReadyTag, kShutdownTag, kFailureTag}) {
     while (true) {
-      auto got = transport_.TryReceive(-1, kReadyTag, CommGroup::kControl, &from, &bytes);
-      if (!got.ok() || !got.value()) break;
-      auto entries = DecodeReady(bytes);
-      Status s = entries.ok() ? coordinator_->AddReady(from, entries.value(), Clock::now())
-                              : entries.status();
-      if (!s.ok()) FLOCK_LOG(kError, "engine") << s.ToString();
+      auto got = transport_.TryReceive(-1, tag, CommGroup::kControl, &from, &bytes);
+      if (!got.ok()) {
+        FailTransport(got.status(), "receiving control messages");
+        return true;
+      }
+      if (!got.value()) break;
       did_work = true;
+      TakeControlMessage(tag, from, bytes);
     }
-    while (true) {
-      auto got = transport_.TryReceive(-1, kShutdownTag, CommGroup::kControl, &from, &bytes);
-      if (!got.ok() || !got.value()) break;
-      coordinator_->AddShutdown(from);
-      did_work = true;
-    }
-    std::vector<Response> responses = coordinator_->TakeResponses();
-    if (responses.empty()) return did_work;
-    std::vector<char> encoded = EncodeResponses(responses);
-    for (int r = 1; r < size_; ++r) {
-      counters_.control_bytes += static_cast<int64_t>(encoded.size());
-      Status s = transport_.PostSend(encoded, r, kResponseTag, CommGroup::kControl);
-      if (!s.ok()) FLOCK_LOG(kError, "engine") << s.ToString();
-    }
-    Handle(responses);
-    return true;
   }
+  std::vector<Response> responses = coordinator_->TakeResponses();
+  if (responses.empty()) return did_work;
+  std::vector<char> encoded = EncodeResponses(responses);
+  for (int r = 1; r < size_; ++r) {
+    counters_.control_bytes += static_cast<int64_t>(encoded.size());
+    Status s = transport_.PostSend(encoded, r, kResponseTag, CommGroup::kControl);
+    if (!s.ok()) FailTransport(s, "answering rank " + std::to_string(r));
+  }
+  Handle(responses);
+  return true;
+}
+
+void Engine::TakeControlMessage(int tag, int from, const std::vector<char>& bytes) {
+  const std::string rank = "rank " + std::to_string(from);
+  if (tag == kShutdownTag) {
+    coordinator_->AddShutdown(from);
+  } else if (tag == kFailureTag) {
+    coordinator_->Break(std::string(bytes.begin(), bytes.end()));
+  } else {
+    auto entries = DecodeReady(bytes);
+    Status s = entries.ok() ? coordinator_->AddReady(from, entries.value(), Clock::now())
+                            : entries.status();
+    if (!s.ok()) {
+      coordinator_->Break("rank 0 could not take " + rank + "'s announcement (" + s.message() +
+                          "); global ops are off");
+    }
+  }
+}
+
+// Ranks other than 0: the coordinator's answers.
+bool Engine::PollResponses() {
+  bool did_work = false;
+  int from = 0;
+  std::vector<char> bytes;
   while (true) {
     auto got = transport_.TryReceive(0, kResponseTag, CommGroup::kControl, &from, &bytes);
-    if (!got.ok() || !got.value()) break;
+    if (!got.ok()) {
+      FailTransport(got.status(), "receiving rank 0's answers");
+      return true;
+    }
+    if (!got.value()) break;
     last_heard_from_coordinator_ = Clock::now();
+    did_work = true;
     auto responses = DecodeResponses(bytes);
     if (!responses.ok()) {
-      FLOCK_LOG(kError, "engine") << responses.status().ToString();
+      ReportBrokenControl("rank " + std::to_string(rank_) +
+                          " could not read an answer of rank 0 (" + responses.status().message() +
+                          "); global ops are off");
       continue;
     }
     Handle(responses.value());
-    did_work = true;
   }
   return did_work;
-}
-
-// Once a second. Rank 0 (the coordinator) warns about names some ranks
-// submitted and others not after FLOCK_STALL_WARNING_S, and fails them after
-// FLOCK_STALL_SHUTDOWN_S, each on its own clock. The other ranks watch the
-// coordinator itself (CheckCoordinatorSilence).
-void Engine::CheckStalls() {
-  const auto now = Clock::now();
-  if (SecondsSince(last_stall_check_, now) < 1.0) return;
-  last_stall_check_ = now;
-  if (rank_ != 0) {
-    CheckCoordinatorSilence(now);
-    return;
-  }
-  const double warn = config_.stall_warning_s, fail = config_.stall_shutdown_s;
-  for (const Stall& stall : coordinator_->FindStalls(now, fail > 0 ? std::min(warn, fail) : warn)) {
-    std::string ready, missing;
-    for (int r : stall.ready_ranks) ready += (ready.empty() ? "" : ", ") + std::to_string(r);
-    for (int r : stall.missing_ranks) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    if (stall.seconds >= warn) {
-      FLOCK_LOG(kWarning, "stall")
-          << "'" << stall.name << "' has waited " << static_cast<int>(stall.seconds)
-          << " s: submitted by ranks " << ready << " but not by ranks " << missing;
-    }
-    if (fail > 0 && stall.seconds >= fail) {
-      coordinator_->FailStalled({stall}, "'" + stall.name + "' stalled for " +
-                                             std::to_string(static_cast<int>(stall.seconds)) +
-                                             " s: ranks " + missing +
-                                             " never submitted it (FLOCK_STALL_SHUTDOWN_S)");
-    }
-  }
-}
-
-// A rank other than 0 whose global op has waited past FLOCK_STALL_SHUTDOWN_S
-// with no word from rank 0 meanwhile: rank 0 would have failed a stall by now,
-// so it is stopped or hung. Its ops fail, and so do later global ops on this
-// rank (the coordinator's state is unknown); neighbor ops go on.
-void Engine::CheckCoordinatorSilence(Clock::time_point now) {
-  const double limit = config_.stall_shutdown_s;
-  if (limit <= 0 || pending_.empty() || !shutting_down_reason_.empty()) return;
-  const double silent = SecondsSince(last_heard_from_coordinator_, now);
-  if (silent < limit + kCoordinatorGraceS) return;
-  Clock::time_point oldest = now;
-  for (const auto& [name, request] : pending_) oldest = std::min(oldest, request.submitted);
-  if (SecondsSince(oldest, now) < limit + kCoordinatorGraceS) return;
-  shutting_down_reason_ = "no answer from rank 0, which coordinates global ops, for " +
-                          std::to_string(static_cast<int>(silent)) +
-                          " s (FLOCK_STALL_SHUTDOWN_S): it is stopped, hung or gone; global ops "
-                          "are off on rank " +
-                          std::to_string(rank_) + " from now on";
-  FLOCK_LOG(kError, "stall") << shutting_down_reason_;
-  coordinator_lost_ = true;
-  FailAllPending(shutting_down_reason_);
 }
 
 void Engine::Handle(const std::vector<Response>& responses) {
@@ -420,15 +393,12 @@ void Engine::FinishBatch(const std::vector<PendingRequest*>& batch, const Status
   handles_.CompleteAll(ids, status);
 }
 
-void Engine::CheckNeighborStalls() {
-  const auto now = Clock::now();
-  if (std::chrono::duration<double>(now - last_neighbor_stall_check_).count() < 1.0) return;
-  last_neighbor_stall_check_ = now;
-  neighbor_->CheckStalls(config_.stall_warning_s, config_.stall_shutdown_s);
+void Engine::FailAllPending(const std::string& reason) {
+  FailAllPending(Status::Aborted(reason));
 }
 
-void Engine::FailAllPending(const std::string& reason) {
-  for (auto& [name, request] : pending_) Finish(request, Status::Aborted(reason), nullptr);
+void Engine::FailAllPending(const Status& status) {
+  for (auto& [name, request] : pending_) Finish(request, status, nullptr);
   pending_.clear();
   unsent_.clear();
 }

@@ -103,6 +103,21 @@ class Engine {
   void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered);
   void FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status);
   void FailAllPending(const std::string& reason);
+  void FailAllPending(const Status& status);
+  // Rank 0 polls the other ranks' control messages; the others, its answers.
+  bool PollAnnouncements();
+  void TakeControlMessage(int tag, int from, const std::vector<char>& bytes);
+  bool PollResponses();
+  // engine_faults.cc: see there.
+  void ReportBrokenControl(const std::string& reason);
+  void FailTransport(const Status& status, const std::string& doing);
+  void EndJob(const Status& why);
+
+  // Tags of the control group (CommGroup::kControl).
+  static constexpr int kReadyTag = 1;     // announcements to rank 0
+  static constexpr int kResponseTag = 2;  // rank 0's answers
+  static constexpr int kShutdownTag = 3;  // a rank's shutdown, to rank 0
+  static constexpr int kFailureTag = 4;   // a rank that cannot trust the control plane
   // What the loop does after a Step: run again, yield the core, or sleep.
   enum class IdleKind { kRun, kYield, kSleep };
   struct IdlePlan {
@@ -181,6 +196,7 @@ class Engine {
   Clock::time_point last_stall_check_;
   Clock::time_point last_heard_from_coordinator_;  // ranks > 0: rank 0's last message
   bool coordinator_lost_ = false;                  // rank 0 stopped answering: shut down without it
+  bool job_ended_ = false;                         // EndJob ran (once)
 };
 
 }  // namespace flock

@@ -93,9 +93,11 @@ void Engine::Execute(const Response& response) {
   std::vector<PendingRequest*> batch;
   for (const std::string& name : response.names) {
     auto it = pending_.find(name);
-    if (it == pending_.end()) {
-      FLOCK_LOG(kError, "engine") << "the coordinator scheduled '" << name
-                                  << "', which this rank has not submitted";
+    if (it == pending_.end()) {  // the others would wait in the collective for this rank
+      EndJob(Status::Internal("rank 0 scheduled '" + name + "', which rank " +
+                              std::to_string(rank_) +
+                              " has not submitted (or gave up on); "
+                              "ending the job"));
       return;
     }
     timeline_.End(name);  // NEGOTIATING

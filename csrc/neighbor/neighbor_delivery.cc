@@ -291,7 +291,7 @@ void NeighborExchange::DrainLane(int from, const NeighborEntry& entry) {
   auto transfer = transport_.StartRecv(buffer->data(), entry.payload_bytes, from, entry.lane_tag,
                                        CommGroup::kNeighbor);
   if (!transfer.ok()) {
-    FLOCK_LOG(kError, "neighbor") << transfer.status().ToString();
+    NoteTransportFailure(transfer.status());
     return;
   }
   discards_.push_back(Discard{transfer.value(), from, std::move(buffer)});

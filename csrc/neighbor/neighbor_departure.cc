@@ -112,6 +112,32 @@ void NeighborExchange::Abandon(const std::string& reason) {
   for (auto& call : calls) finish_(call->request, Status::Aborted(reason), nullptr);
 }
 
+// A message from `peer` that cannot be decoded: what it carried is lost, so
+// every call with that peer fails on both sides (the rejects name the call), now
+// and later: nothing from it can be trusted to line up any more.
+void NeighborExchange::MarkUnreadable(int peer, const Status& status) {
+  const std::string why = "rank " + std::to_string(rank_) + " could not read a message of rank " +
+                          std::to_string(peer) + " (" + status.message() + ")";
+  FLOCK_LOG(kError, "neighbor") << why;
+  unreadable_.emplace(peer, why);
+  for (auto& [key, step] : steps_) {
+    const std::vector<int> open = OpenPeers(step);
+    if (std::find(open.begin(), open.end(), peer) == open.end()) continue;
+    FailPair(step, peer, Status::Internal(Describe(*step.call) + ": " + why));
+  }
+  TryCompleteAll();
+}
+
+void NeighborExchange::NoteTransportFailure(const Status& status) {
+  if (transport_failure_.ok()) transport_failure_ = status;
+}
+
+Status NeighborExchange::TakeTransportFailure() {
+  Status failure = std::move(transport_failure_);
+  transport_failure_ = Status::OK();
+  return failure;
+}
+
 bool NeighborExchange::done() const {
   return departed_ && steps_.empty() && discards_.empty() &&
          static_cast<int>(gone_.size()) == size_ - 1;

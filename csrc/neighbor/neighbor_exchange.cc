@@ -182,7 +182,7 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
   }
   // What a departed peer sent before leaving is in; nothing more will come.
   // (Looked for only once some rank has left: OpenPeers builds a list.)
-  if (departed_ || !gone_.empty()) {
+  if (departed_ || !gone_.empty() || !unreadable_.empty()) {
     for (int peer : OpenPeers(step)) {
       if (departed_) {
         AbandonPair(step, peer,
@@ -191,6 +191,8 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
         AbandonPair(step, peer,
                     Status::Aborted(Describe(*call) + ": rank " + std::to_string(peer) +
                                     " shut down before this call"));
+      } else if (auto it = unreadable_.find(peer); it != unreadable_.end()) {
+        FailPair(step, peer, Status::Internal(Describe(*call) + ": " + it->second));
       }
     }
   }
@@ -272,7 +274,7 @@ bool NeighborExchange::Flush(bool force) {
       FLOCK_LOG(kTrace, "neighbor") << "sending " << entries.size() << " entries to rank " << peer;
       Status s = transport_.PostSend(EncodeNeighborMessage(entries), peer, kControlTag,
                                      CommGroup::kNeighbor);
-      if (!s.ok()) FLOCK_LOG(kError, "neighbor") << s.ToString();
+      if (!s.ok()) NoteTransportFailure(s);
       ++counters_.neighbor_messages;
       for (size_t i = begin; i < end; ++i) {
         const Outbound& ob = live[i];
@@ -307,7 +309,7 @@ bool NeighborExchange::Poll() {
     std::vector<char> bytes;
     auto got = transport_.TryReceive(-1, kControlTag, CommGroup::kNeighbor, &from, &bytes);
     if (!got.ok()) {
-      FLOCK_LOG(kError, "neighbor") << got.status().ToString();
+      NoteTransportFailure(got.status());
       break;
     }
     if (!got.value()) break;
@@ -315,7 +317,7 @@ bool NeighborExchange::Poll() {
     auto shared = std::make_shared<const std::vector<char>>(std::move(bytes));
     auto entries = DecodeNeighborMessage(shared);
     if (!entries.ok()) {
-      FLOCK_LOG(kError, "neighbor") << "from rank " << from << ": " << entries.status().ToString();
+      MarkUnreadable(from, entries.status());
       continue;
     }
     for (NeighborEntry& e : entries.value()) Route(from, std::move(e), shared);

@@ -94,6 +94,9 @@ class NeighborExchange {
   // Departed, every other rank's goodbye heard, nothing in flight: the
   // engine thread may stop without leaving a peer or a transfer behind.
   bool done() const;
+  // A transport error met on the engine thread (the first since the last
+  // call); the engine ends the job with it (Engine::FailTransport).
+  Status TakeTransportFailure();
   // Ends every call still here with `reason`, without telling anyone (the
   // engine stops; the transport cancels what is still in flight).
   void Abandon(const std::string& reason);
@@ -193,6 +196,8 @@ class NeighborExchange {
   Status CheckShapes(const Step& step, int from, const NeighborEntry& entry,
                      const std::vector<int64_t>& expected, const char* role) const;
   void FailPair(Step& step, int peer, const Status& status);
+  void MarkUnreadable(int peer, const Status& status);
+  void NoteTransportFailure(const Status& status);
   // FailPair without telling the peer (it left, or this rank is leaving).
   void AbandonPair(Step& step, int peer, const Status& status);
   // The peers a step still waits for (data, a confirmation, a lane).
@@ -247,6 +252,10 @@ class NeighborExchange {
   std::vector<Discard> discards_;
   bool departed_ = false;         // Depart() ran: nothing more is sent
   std::unordered_set<int> gone_;  // ranks whose goodbye arrived
+  // Ranks that sent a message this rank could not decode, and why: every call
+  // with them fails (MarkUnreadable).
+  std::unordered_map<int, std::string> unreadable_;
+  Status transport_failure_;
 };
 
 }  // namespace flock

@@ -17,6 +17,8 @@
 namespace flock {
 namespace {
 
+using testing::Plan;
+using testing::SubmitNeighbor;
 using testing::WaitFor;
 
 void OnRanks(int size, const std::function<void(int, Engine&)>& body, int64_t inline_bytes) {
@@ -24,30 +26,6 @@ void OnRanks(int size, const std::function<void(int, Engine&)>& body, int64_t in
   config.cycle_time_ms = 1.0;
   config.neighbor_inline_bytes = inline_bytes;
   testing::OnRanks(size, config, body);
-}
-
-// A dynamic plan: receive from `src` with `weights`, send to `dst`.
-NeighborPlan Plan(double self_weight, std::vector<NeighborRecv> src, std::vector<int> dst,
-                  bool check = true) {
-  NeighborPlan plan;
-  plan.self_weight = self_weight;
-  plan.recvs = std::move(src);
-  for (int peer : dst) plan.sends.push_back({peer, 1.0});
-  plan.check = check;
-  return plan;
-}
-
-HandleId SubmitNeighbor(Engine& engine, const std::string& name, std::vector<double>& in,
-                        std::vector<double>& out, const NeighborPlan& plan,
-                        DataType dtype = DataType::kFloat64) {
-  const int64_t count = static_cast<int64_t>(in.size());
-  OpRequest op =
-      MakeRequest(OpKind::kNeighborAllreduce, name, TensorView{in.data(), dtype, {count}});
-  op.steps = std::make_shared<const std::vector<ExchangeStep>>(
-      std::vector<ExchangeStep>{NeighborAllreduceStep(plan, count, {count})});
-  auto handle = engine.Submit(std::move(op), TensorView{out.data(), dtype, {count}}, nullptr);
-  EXPECT_TRUE(handle.ok()) << handle.status().ToString();
-  return handle.ok() ? handle.value() : -1;
 }
 
 // Ring i -> i+1 and i -> i-1 with uniform weights 1/3; input of rank r: r + k/1000.

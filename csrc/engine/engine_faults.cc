@@ -1,0 +1,117 @@
+// What the engine does when something goes wrong: stalls (FLOCK_STALL_*), a
+// coordinator that stopped answering, a control plane that cannot be trusted,
+// a transport that failed. Never log-and-continue: the requests affected fail
+// on every rank concerned, or the job ends (MPI_Abort) where other ranks
+// could otherwise wait forever. docs/errors.md lists each case.
+#include <algorithm>
+
+#include "flock/common/logging.h"
+#include "flock/engine/engine.h"
+
+namespace flock {
+namespace {
+
+// Rank 0 checks its stalls once a second: a rank that heard nothing from it
+// this long past FLOCK_STALL_SHUTDOWN_S takes it for stopped or hung.
+constexpr double kCoordinatorGraceS = 1.5;
+
+double SecondsSince(Clock::time_point then, Clock::time_point now) {
+  return std::chrono::duration<double>(now - then).count();
+}
+
+}  // namespace
+
+// Once a second. Rank 0 (the coordinator) warns about names some ranks
+// submitted and others not after FLOCK_STALL_WARNING_S, and fails them after
+// FLOCK_STALL_SHUTDOWN_S, each on its own clock. The other ranks watch the
+// coordinator itself (CheckCoordinatorSilence).
+void Engine::CheckStalls() {
+  const auto now = Clock::now();
+  if (SecondsSince(last_stall_check_, now) < 1.0) return;
+  last_stall_check_ = now;
+  if (rank_ != 0) {
+    CheckCoordinatorSilence(now);
+    return;
+  }
+  const double warn = config_.stall_warning_s, fail = config_.stall_shutdown_s;
+  for (const Stall& stall : coordinator_->FindStalls(now, fail > 0 ? std::min(warn, fail) : warn)) {
+    std::string ready, missing;
+    for (int r : stall.ready_ranks) ready += (ready.empty() ? "" : ", ") + std::to_string(r);
+    for (int r : stall.missing_ranks) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    if (stall.seconds >= warn) {
+      FLOCK_LOG(kWarning, "stall")
+          << "'" << stall.name << "' has waited " << static_cast<int>(stall.seconds)
+          << " s: submitted by ranks " << ready << " but not by ranks " << missing;
+    }
+    if (fail > 0 && stall.seconds >= fail) {
+      coordinator_->FailStalled({stall}, "'" + stall.name + "' stalled for " +
+                                             std::to_string(static_cast<int>(stall.seconds)) +
+                                             " s: ranks " + missing +
+                                             " never submitted it (FLOCK_STALL_SHUTDOWN_S)");
+    }
+  }
+}
+
+// A rank other than 0 whose global op has waited past FLOCK_STALL_SHUTDOWN_S
+// with no word from rank 0 meanwhile: rank 0 would have failed a stall by now,
+// so it is stopped or hung. Its ops fail, and so do later global ops on this
+// rank (the coordinator's state is unknown); neighbor ops go on.
+void Engine::CheckCoordinatorSilence(Clock::time_point now) {
+  const double limit = config_.stall_shutdown_s;
+  if (limit <= 0 || pending_.empty() || !shutting_down_reason_.empty()) return;
+  const double silent = SecondsSince(last_heard_from_coordinator_, now);
+  if (silent < limit + kCoordinatorGraceS) return;
+  Clock::time_point oldest = now;
+  for (const auto& [name, request] : pending_) oldest = std::min(oldest, request.submitted);
+  if (SecondsSince(oldest, now) < limit + kCoordinatorGraceS) return;
+  shutting_down_reason_ = "no answer from rank 0, which coordinates global ops, for " +
+                          std::to_string(static_cast<int>(silent)) +
+                          " s (FLOCK_STALL_SHUTDOWN_S): it is stopped, hung or gone; global ops "
+                          "are off on rank " +
+                          std::to_string(rank_) + " from now on";
+  FLOCK_LOG(kError, "stall") << shutting_down_reason_;
+  coordinator_lost_ = true;
+  FailAllPending(shutting_down_reason_);
+}
+
+void Engine::CheckNeighborStalls() {
+  const auto now = Clock::now();
+  if (std::chrono::duration<double>(now - last_neighbor_stall_check_).count() < 1.0) return;
+  last_neighbor_stall_check_ = now;
+  neighbor_->CheckStalls(config_.stall_warning_s, config_.stall_shutdown_s);
+}
+
+// This rank cannot read rank 0's answers any more: its view of the global ops
+// is gone. Fail them here, and have rank 0 fail them everywhere (it answers
+// every rank with this reason, so no rank waits in a collective for this one).
+void Engine::ReportBrokenControl(const std::string& reason) {
+  FLOCK_LOG(kError, "engine") << reason;
+  if (shutting_down_reason_.empty()) shutting_down_reason_ = reason;
+  FailAllPending(reason);
+  Status s = transport_.PostSend(std::vector<char>(reason.begin(), reason.end()), 0, kFailureTag,
+                                 CommGroup::kControl);
+  if (!s.ok()) FailTransport(s, "reporting it to rank 0");
+}
+
+// MPI returned an error: messages may be lost, so no rank can be sure what the
+// others have seen. Every request here fails with the cause, then the job
+// ends, so no other rank waits for this one.
+void Engine::FailTransport(const Status& status, const std::string& doing) {
+  EndJob(Status::TransportError("the transport failed on rank " + std::to_string(rank_) +
+                                " while " + doing + ": " + status.message() + "; ending the job"));
+}
+
+// Other ranks may wait in a collective (or for a transfer) this rank can no
+// longer take part in: fail what is here, then end every rank of the job.
+void Engine::EndJob(const Status& why) {
+  if (job_ended_) return;
+  job_ended_ = true;
+  FLOCK_LOG(kError, "engine") << why.message();
+  shutting_down_reason_ = why.message();
+  coordinator_lost_ = true;  // a shutdown will not wait for rank 0's final answer
+  FailAllPending(why);
+  neighbor_->Abandon(why.message());
+  transport_.Abort(1);  // does not return under MPI
+}
+
+}  // namespace flock
