@@ -4,6 +4,8 @@
 #   2. launcher tests, single-process Python tests and flock across emulated
 #      hosts (network namespaces; skipped where they cannot be made)
 #   3. the Python API under flockrun at np 1-6 (one job per size)
+#   4. sanitizers (scripts/sanitizers.sh): ASan+UBSan C++ unit and MPI tests (np 2-4,
+#      leak detection on), the Python API at np 4 on the ASan module, TSan unit tests
 # Every step has a timeout; a hang is reported as a failure. Exits non-zero
 # when anything failed. Reports land in out/test-reports/.
 set -uo pipefail
@@ -43,6 +45,11 @@ for np in 1 2 3 4 5 6; do
   run_step "Python API under flockrun -np $np" 900 \
     flockrun -np "$np" python tests/python/mpi_pytest.py "$reports" tests/python/parallel -q
 done
+
+run_step "ASan+UBSan: C++ unit and MPI tests (np 2-4)" 1500 scripts/sanitizers.sh asan
+run_step "ASan+UBSan: Python API under flockrun -np 4" 1200 scripts/sanitizers.sh asan-py
+run_step "TSan: C++ unit tests (engine, neighbor ops, threads as ranks)" 1200 \
+  scripts/sanitizers.sh tsan
 
 python "$root/scripts/summarize_reports.py" "$reports"
 if [ ${#failed_steps[@]} -gt 0 ]; then

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The sanitizer steps of the test command (scripts/test.sh calls each):
+#   scripts/sanitizers.sh asan     ASan+UBSan build: C++ unit tests, MPI tests at np 2-4
+#   scripts/sanitizers.sh asan-py  the parallel Python tests at np 4 on that build's module
+#   scripts/sanitizers.sh tsan     TSan build: the unit tests (engine and neighbor ops with
+#                                  ranks played by threads)
+# Builds go to build-asan/ and build-tsan/ (only the targets these steps need) and are
+# reused by a second run. Leak detection stays on: tests/sanitizers/lsan.supp suppresses
+# only what OpenMPI, the libraries it loads, Python and torch keep until exit.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export PATH="$root/.venv/bin:$PATH"
+supp="$root/tests/sanitizers"
+# The slow unwinder follows OpenMPI's frames (built without frame pointers), so
+# the suppressions can match them.
+asan_options="detect_leaks=1:fast_unwind_on_malloc=0:malloc_context_size=40"
+lsan_options="suppressions=$supp/lsan.supp:print_suppressions=0"
+
+configure_and_build() {  # DIR SANITIZER TARGET...
+  local dir=$1 sanitizer=$2
+  shift 2
+  mkdir -p "$dir"
+  cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DFLOCK_SANITIZE="$sanitizer" -DFLOCK_BUILD_EXAMPLES=OFF \
+    -DPython3_EXECUTABLE="$root/.venv/bin/python" >"$dir/configure.log" 2>&1 ||
+    { cat "$dir/configure.log"; return 1; }
+  cmake --build "$dir" -j "$(nproc)" --target "$@"
+}
+
+asan() {
+  configure_and_build build-asan ON flock_unit_tests flock_mpi_tests
+  ASAN_OPTIONS=$asan_options LSAN_OPTIONS=$lsan_options \
+    ctest --test-dir build-asan --output-on-failure -R '^(unit|mpi_np2|mpi_np3|mpi_np4)$'
+}
+
+# The module built with ASan, beside a view of the Python sources: the tests
+# import it before the installed one (PYTHONPATH comes before site-packages).
+# Memory errors only: every stack of a Python program runs through the
+# interpreter (stripped: its frames have no names to suppress by), so leaks
+# are left to the C++ tests above, where the suppressions can tell flock's own.
+asan_python() {
+  configure_and_build build-asan ON _core
+  local view="$root/build-asan/python"
+  rm -rf "$view" && mkdir -p "$view"
+  cp -rs "$root/python/flock" "$view/flock"
+  ln -s "$root"/build-asan/csrc/bindings/_core*.so "$view/flock/"
+  # libstdc++ too: ASan must find the real __cxa_throw when it starts, and
+  # python3 itself does not load libstdc++.
+  local preload
+  preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
+  PYTHONPATH="$view:$root/launcher" FLOCK_QUIET=1 \
+    ASAN_OPTIONS="detect_leaks=0:detect_odr_violation=0" \
+    flockrun -np 4 -x LD_PRELOAD="$preload" -x ASAN_OPTIONS \
+    python tests/python/mpi_pytest.py "$root/out/test-reports/asan" tests/python/parallel -q
+}
+
+tsan() {
+  configure_and_build build-tsan thread flock_unit_tests
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
+    ctest --test-dir build-tsan --output-on-failure -R '^unit$'
+}
+
+case "${1:-}" in
+  asan) asan ;;
+  asan-py) asan_python ;;
+  tsan) tsan ;;
+  *) echo "usage: scripts/sanitizers.sh asan|asan-py|tsan" >&2; exit 2 ;;
+esac
