@@ -25,3 +25,11 @@ def test_every_public_name_is_in_the_api_page(module):
     text = API_DOC.read_text()
     missing = [n for n in _public_names(module) if not re.search(r"\b{}\b".format(n), text)]
     assert not missing, "docs/api.md does not name {}".format(missing)
+
+
+def test_flock_numpy_and_torch_share_one_list_of_basics():
+    """flock.numpy and flock.torch export every name flock does (one shared list)."""
+    shared = set(_public_names(flock))
+    assert shared <= set(_public_names(fnp)), shared - set(_public_names(fnp))
+    assert shared <= set(_public_names(bf)), shared - set(_public_names(bf))
+    assert "nccl_built" in shared and "unified_mpi_window_model_supported" in shared
