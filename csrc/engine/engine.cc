@@ -155,7 +155,7 @@ bool Engine::Step() {
   // Sends before receives: a lane receive posted in Poll may copy the whole
   // tensor at once (the single-copy shared-memory path pulls it inside
   // MPI_Irecv), and a peer waiting meanwhile for this rank's own entries would
-  // start its copy only after ours (np 2, 64 MiB: 28.5 -> 19.3 ms).
+  // start its copy only after ours (measured: docs/performance/neighbor-history.md).
   did_work |= neighbor_->Flush(flush);
   did_work |= neighbor_->Poll();
   did_work |= SendReady();

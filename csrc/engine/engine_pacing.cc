@@ -29,10 +29,9 @@ constexpr auto kSpinWindow = std::chrono::microseconds(200);
 constexpr auto kMaxDrive = std::chrono::milliseconds(1);
 // The same on ranks that share cores, where a handover costs more: each of
 // its two wake-ups waits for a core that the other ranks keep busy, and a peer
-// late by a millisecond is mostly one busy with its own copies (4 ranks on
-// 2 cores, 4 MiB: 1.25x the Isend/Irecv floor handing over after 1 ms, 1.02x
-// driving on; median of 8 alternating launches). The cap lets a caller whose
-// peer really computes stop spinning, and see Ctrl-C in HandleTable::Wait.
+// late by a millisecond is mostly one busy with its own copies (the A/B is in
+// docs/performance/neighbor-history.md). The cap lets a caller whose peer
+// really computes stop spinning, and see Ctrl-C in HandleTable::Wait.
 constexpr auto kMaxDriveOnSharedCores = std::chrono::milliseconds(100);
 // How often an engine with nothing in flight looks for neighbours' messages.
 constexpr auto kIdlePollInterval = std::chrono::milliseconds(10);

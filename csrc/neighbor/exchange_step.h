@@ -8,7 +8,7 @@
 //   kGather  the received tensors concatenated in recv order; their sizes are
 //            learned from the messages (neighbor_allgather: dim 0 may differ)
 // A neighbor_allreduce is one kReduce step; a hierarchical_neighbor_allreduce
-// is three steps run one after the other (see hierarchical_plan.h).
+// is three steps run one after the other (HierarchicalSteps in op_steps.h).
 #pragma once
 
 #include <cstdint>
