@@ -16,6 +16,7 @@
 namespace flock {
 
 enum class ReduceOp : uint8_t { kSum = 0, kAverage, kMin, kMax, kProduct };
+constexpr int kNumReduceOps = 5;
 
 const char* ReduceOpName(ReduceOp op);
 

@@ -22,6 +22,7 @@ enum class StatusCode {
   kAborted,          // the job or the op was cancelled
   kInternal,         // a bug in flock
 };
+constexpr int kNumStatusCodes = 8;
 
 const char* StatusCodeName(StatusCode code);
 

@@ -11,6 +11,14 @@ std::string ShapeToString(const std::vector<int64_t>& shape) {
   return text + "]";
 }
 
+std::optional<int64_t> CheckedSizeBytes(DataType dtype, const int64_t* dims, size_t ndim) {
+  int64_t bytes = static_cast<int64_t>(DataTypeSize(dtype));
+  for (size_t d = 0; d < ndim; ++d) {
+    if (dims[d] < 0 || __builtin_mul_overflow(bytes, dims[d], &bytes)) return std::nullopt;
+  }
+  return bytes;
+}
+
 std::string DeviceToString(const Device& device) {
   if (device.type == DeviceType::kCPU) return "cpu";
   return "cuda:" + std::to_string(device.index);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct TensorView {
 };
 
 std::string ShapeToString(const std::vector<int64_t>& shape);  // "[2, 3]"
-std::string DeviceToString(const Device& device);              // "cpu", "cuda:1"
+
+// The byte size of a `dtype` tensor with dims[0..ndim), for shapes read from
+// another process: nullopt when a dim is negative or the size overflows int64.
+std::optional<int64_t> CheckedSizeBytes(DataType dtype, const int64_t* dims, size_t ndim);
+std::string DeviceToString(const Device& device);  // "cpu", "cuda:1"
 
 }  // namespace flock

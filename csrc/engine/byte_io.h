@@ -42,20 +42,23 @@ class Writer {
   std::vector<char> bytes_;
 };
 
-// Reads what Writer wrote; any overrun marks the message as corrupt.
+// Reads what Writer wrote. The bytes come from another process, so a length
+// read from them is compared with the bytes left (never added to a position,
+// which could wrap) and any overrun fails the read: the caller then reports
+// the message as malformed.
 class Reader {
  public:
   explicit Reader(const std::vector<char>& bytes) : bytes_(bytes) {}
   template <typename T>
   bool Get(T* value) {
-    if (pos_ + sizeof(T) > bytes_.size()) return false;
+    if (sizeof(T) > remaining()) return false;
     std::memcpy(value, bytes_.data() + pos_, sizeof(T));
     pos_ += sizeof(T);
     return true;
   }
   bool GetString(std::string* s) {
     uint32_t n = 0;
-    if (!Get(&n) || pos_ + n > bytes_.size()) return false;
+    if (!Get(&n) || n > remaining()) return false;
     s->assign(bytes_.data() + pos_, n);
     pos_ += n;
     return true;
@@ -63,10 +66,16 @@ class Reader {
   template <typename T>
   bool GetVector(std::vector<T>* v) {
     uint32_t n = 0;
-    if (!Get(&n) || pos_ + static_cast<size_t>(n) * sizeof(T) > bytes_.size()) return false;
+    if (!Get(&n) || n > remaining() / sizeof(T)) return false;
     v->resize(n);
     for (uint32_t i = 0; i < n; ++i) Get(&(*v)[i]);
     return true;
+  }
+  // Reads the count of items that each take at least `min_item_bytes`, and
+  // fails when the rest of the message cannot hold that many: nothing is
+  // allocated for a count a few corrupt bytes made up.
+  bool GetCount(uint32_t* n, size_t min_item_bytes) {
+    return Get(n) && *n <= remaining() / min_item_bytes;
   }
   // Skips what Writer::Align added (false past the end).
   bool Align(size_t alignment) {
@@ -77,11 +86,13 @@ class Reader {
   }
   // Skips n raw bytes, returning where they start (or -1 past the end).
   int64_t Skip(size_t n) {
-    if (pos_ + n > bytes_.size()) return -1;
+    if (n > remaining()) return -1;
     const size_t at = pos_;
     pos_ += n;
     return static_cast<int64_t>(at);
   }
+  size_t position() const { return pos_; }
+  size_t remaining() const { return bytes_.size() - pos_; }
   bool done() const { return pos_ == bytes_.size(); }
 
  private:

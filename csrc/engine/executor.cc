@@ -71,12 +71,17 @@ Status AllreduceFused(Transport& t, Timeline& timeline, const std::vector<Pendin
 }
 
 Result<std::shared_ptr<GatheredTensor>> Allgather(Transport& t, Timeline& timeline,
-                                                  PendingRequest& r, const int64_t* first_dims) {
+                                                  PendingRequest& r,
+                                                  const std::vector<int64_t>& first_dims) {
   TensorView in = r.op.tensor;
   if (in.shape.empty()) in.shape = {1};  // a 0-d tensor gathers as one row
   const int size = t.size(r.op.group);
-  const GatherLayout layout =
-      PlanGather(in.dtype, in.shape, std::vector<int64_t>(first_dims, first_dims + size));
+  if (first_dims.size() != static_cast<size_t>(size)) {
+    return Status::Internal("allgather '" + r.op.name + "': the coordinator sent " +
+                            std::to_string(first_dims.size()) + " first dims for " +
+                            std::to_string(size) + " ranks");
+  }
+  FLOCK_ASSIGN_OR_RETURN(const GatherLayout layout, PlanGather(in.dtype, in.shape, first_dims));
   auto out = std::make_shared<GatheredTensor>();
   out->dtype = in.dtype;
   out->shape = layout.output_shape;
@@ -125,7 +130,7 @@ void Engine::Execute(const Response& response) {
       });
       break;
     case OpKind::kAllgather: {
-      auto result = Allgather(transport_, timeline_, first, response.first_dims.data());
+      auto result = Allgather(transport_, timeline_, first, response.first_dims);
       status = result.status();
       if (result.ok()) gathered = std::move(result).value();
       break;
@@ -142,7 +147,7 @@ void Engine::Execute(const Response& response) {
       break;
   }
   for (size_t i = 0; i < batch.size() && i < response.cache_ids.size(); ++i)
-    cache_.Store(response.cache_ids[i], batch[i]->op.name, MakeSignature(batch[i]->op));
+    (void)cache_.Store(response.cache_ids[i], batch[i]->op.name, MakeSignature(batch[i]->op));
   counters_.cached_names = static_cast<int64_t>(cache_.size());
   if (gathered != nullptr) {
     Finish(first, status, std::move(gathered));  // allgather: never fused

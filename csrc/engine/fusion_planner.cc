@@ -34,7 +34,8 @@ std::vector<std::vector<size_t>> PlanFusion(const std::vector<FusionCandidate>& 
     }
     const Key key{c.dtype, c.reduce_op, c.group};
     auto it = open.find(key);
-    if (it != open.end() && batch_bytes[it->second] + c.bytes <= threshold_bytes) {
+    // batch_bytes <= threshold_bytes, so this cannot overflow as a sum could.
+    if (it != open.end() && c.bytes <= threshold_bytes - batch_bytes[it->second]) {
       batches[it->second].push_back(i);
       batch_bytes[it->second] += c.bytes;
       continue;

@@ -32,11 +32,12 @@ int32_t ResponseCache::Assign(const std::string& name, const OpSignature& signat
   return id;
 }
 
-void ResponseCache::Store(int32_t id, const std::string& name, const OpSignature& signature) {
-  if (id < 0) return;
-  if (static_cast<size_t>(id) >= entries_.size()) entries_.resize(static_cast<size_t>(id) + 1);
+bool ResponseCache::Store(int32_t id, const std::string& name, const OpSignature& signature) {
+  if (id < 0 || static_cast<size_t>(id) > entries_.size()) return false;
+  if (static_cast<size_t>(id) == entries_.size()) entries_.emplace_back();
   entries_[id] = {name, signature};
   ids_[name] = id;
+  return true;
 }
 
 }  // namespace flock

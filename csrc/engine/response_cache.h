@@ -33,8 +33,11 @@ class ResponseCache {
   // Coordinator: the id for name (new or existing), now holding `signature`;
   // -1 when name is new and the cache is full.
   int32_t Assign(const std::string& name, const OpSignature& signature);
-  // Worker: records what the coordinator assigned.
-  void Store(int32_t id, const std::string& name, const OpSignature& signature);
+  // Worker: records what the coordinator assigned. The coordinator hands out
+  // ids 0, 1, 2, ... in the order every rank stores them, so an id past the
+  // next one is refused (false) instead of growing the cache to it: that rank
+  // then keeps sending the name's full signature, which always works.
+  bool Store(int32_t id, const std::string& name, const OpSignature& signature);
   size_t size() const { return entries_.size(); }
 
  private:

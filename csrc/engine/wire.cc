@@ -5,8 +5,88 @@
 namespace flock {
 namespace {
 
-Status Corrupt(const char* what) {
-  return Status::Internal(std::string("corrupt engine ") + what + " message");
+// The smallest encodings of an entry (name length, cache id) and of a response
+// (type, kind, three counts, error length, code): a count the rest of the
+// message cannot hold is refused before anything is allocated for it.
+constexpr size_t kMinEntryBytes = sizeof(uint32_t) + sizeof(int32_t);
+constexpr size_t kMinResponseBytes =
+    sizeof(ResponseType) + sizeof(OpKind) + 4 * sizeof(uint32_t) + sizeof(StatusCode);
+
+// What a decoder reports; the caller adds which rank sent the message.
+Status Malformed(const char* message, const std::vector<char>& bytes, const Reader& r,
+                 const std::string& what) {
+  return Status::Internal(std::string("malformed engine ") + message + " message (" +
+                          std::to_string(bytes.size()) + " bytes, at byte " +
+                          std::to_string(r.position()) + "): " + what);
+}
+
+Status Cut(const char* what) {
+  return Status::Internal(std::string(what) + " is cut off");
+}
+
+Status ReadEntry(Reader& r, ReadyEntry* e) {
+  if (!r.GetString(&e->name)) return Cut("its name");
+  if (!r.Get(&e->cache_id)) return Cut("its cache id");
+  if (e->cache_id < kDoNotCache) {
+    return Status::Internal("cache id " + std::to_string(e->cache_id) + " is not valid");
+  }
+  if (e->cache_id >= 0) return Status::OK();
+  if (!r.Get(&e->signature)) return Cut("its signature");
+  Status valid = CheckSignature(e->signature);
+  return valid.ok() ? valid : Status::Internal("signature: " + valid.message());
+}
+
+// What the engine relies on when it handles a response (engine.cc, executor.cc).
+Status CheckResponse(const Response& resp) {
+  const auto code = static_cast<int>(resp.code);
+  if (code < 0 || code >= kNumStatusCodes) {
+    return Status::Internal("status code " + std::to_string(code) + " is not valid");
+  }
+  if (resp.type == ResponseType::kExecute && (resp.names.empty() || code != 0)) {
+    return Status::Internal("an execute response needs names and status OK");
+  }
+  if (resp.type == ResponseType::kError && code == 0) {
+    return Status::Internal("an error response has status OK");
+  }
+  if (!resp.cache_ids.empty() && resp.cache_ids.size() != resp.names.size()) {
+    return Status::Internal(std::to_string(resp.cache_ids.size()) + " cache ids for " +
+                            std::to_string(resp.names.size()) + " names");
+  }
+  for (int32_t id : resp.cache_ids) {
+    if (id < -1) return Status::Internal("cache id " + std::to_string(id) + " is not valid");
+  }
+  for (int64_t rows : resp.first_dims) {
+    if (rows < 0) return Status::Internal("first dim " + std::to_string(rows) + " is negative");
+  }
+  if (resp.kind == OpKind::kAllgather && resp.type == ResponseType::kExecute &&
+      resp.names.size() != 1) {
+    return Status::Internal("an allgather is never fused, but this one names " +
+                            std::to_string(resp.names.size()) + " tensors");
+  }
+  return Status::OK();
+}
+
+Status ReadResponse(Reader& r, Response* resp) {
+  if (!r.Get(&resp->type) || !r.Get(&resp->kind)) return Cut("its type or op");
+  if (resp->type > ResponseType::kFinal) {
+    return Status::Internal("type " + std::to_string(static_cast<int>(resp->type)) +
+                            " is not valid");
+  }
+  if (!IsOpKind(static_cast<int64_t>(resp->kind))) {
+    return Status::Internal("op kind " + std::to_string(static_cast<int64_t>(resp->kind)) +
+                            " is not valid");
+  }
+  uint32_t names = 0;
+  if (!r.GetCount(&names, sizeof(uint32_t))) return Cut("its name count");
+  resp->names.resize(names);
+  for (std::string& name : resp->names) {
+    if (!r.GetString(&name)) return Cut("a name");
+  }
+  if (!r.GetVector(&resp->cache_ids) || !r.GetVector(&resp->first_dims)) {
+    return Cut("its cache ids or first dims");
+  }
+  if (!r.GetString(&resp->error) || !r.Get(&resp->code)) return Cut("its error");
+  return CheckResponse(*resp);
 }
 
 }  // namespace
@@ -25,13 +105,21 @@ std::vector<char> EncodeReady(const std::vector<ReadyEntry>& entries) {
 Result<std::vector<ReadyEntry>> DecodeReady(const std::vector<char>& bytes) {
   Reader r(bytes);
   uint32_t count = 0;
-  if (!r.Get(&count)) return Corrupt("ready");
-  std::vector<ReadyEntry> entries(count);
-  for (ReadyEntry& e : entries) {
-    if (!r.GetString(&e.name) || !r.Get(&e.cache_id)) return Corrupt("ready");
-    if (e.cache_id < 0 && !r.Get(&e.signature)) return Corrupt("ready");
+  if (!r.GetCount(&count, kMinEntryBytes)) {
+    return Malformed("ready", bytes, r, "the entry count is cut off or exceeds the message");
   }
-  if (!r.done()) return Corrupt("ready");
+  std::vector<ReadyEntry> entries(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    Status read = ReadEntry(r, &entries[i]);
+    if (!read.ok()) {
+      return Malformed(
+          "ready", bytes, r,
+          "entry " + std::to_string(i) + " of " + std::to_string(count) + ": " + read.message());
+    }
+  }
+  if (!r.done()) {
+    return Malformed("ready", bytes, r, std::to_string(r.remaining()) + " bytes after the end");
+  }
   return entries;
 }
 
@@ -54,21 +142,21 @@ std::vector<char> EncodeResponses(const std::vector<Response>& responses) {
 Result<std::vector<Response>> DecodeResponses(const std::vector<char>& bytes) {
   Reader r(bytes);
   uint32_t count = 0;
-  if (!r.Get(&count)) return Corrupt("response");
+  if (!r.GetCount(&count, kMinResponseBytes)) {
+    return Malformed("response", bytes, r, "the response count is cut off or exceeds the message");
+  }
   std::vector<Response> responses(count);
-  for (Response& resp : responses) {
-    uint32_t names = 0;
-    if (!r.Get(&resp.type) || !r.Get(&resp.kind) || !r.Get(&names)) return Corrupt("response");
-    resp.names.resize(names);
-    for (std::string& name : resp.names) {
-      if (!r.GetString(&name)) return Corrupt("response");
-    }
-    if (!r.GetVector(&resp.cache_ids) || !r.GetVector(&resp.first_dims) ||
-        !r.GetString(&resp.error) || !r.Get(&resp.code)) {
-      return Corrupt("response");
+  for (uint32_t i = 0; i < count; ++i) {
+    Status read = ReadResponse(r, &responses[i]);
+    if (!read.ok()) {
+      return Malformed(
+          "response", bytes, r,
+          "response " + std::to_string(i) + " of " + std::to_string(count) + ": " + read.message());
     }
   }
-  if (!r.done()) return Corrupt("response");
+  if (!r.done()) {
+    return Malformed("response", bytes, r, std::to_string(r.remaining()) + " bytes after the end");
+  }
   return responses;
 }
 

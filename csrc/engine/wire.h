@@ -57,6 +57,10 @@ inline Response MakeResponse(ResponseType type, OpKind kind = OpKind::kAllreduce
   return response;
 }
 
+// Decoding also checks what the engine relies on: known types, op kinds and
+// status codes, valid signatures (CheckSignature), names in every execute
+// response, a non-OK code in every error, no negative dim. A malformed message
+// is an Internal error naming the field and the byte; the caller names the sender.
 std::vector<char> EncodeReady(const std::vector<ReadyEntry>& entries);
 Result<std::vector<ReadyEntry>> DecodeReady(const std::vector<char>& bytes);
 

@@ -6,18 +6,27 @@
 
 namespace flock {
 
-GatherLayout PlanGather(DataType dtype, const std::vector<int64_t>& shape,
-                        const std::vector<int64_t>& first_dims) {
+Result<GatherLayout> PlanGather(DataType dtype, const std::vector<int64_t>& shape,
+                                const std::vector<int64_t>& first_dims) {
+  if (shape.empty()) return Status::Internal("allgather: the input shape needs a dim 0");
   // Every rank agreed on dims 1.., so a row has the same byte size everywhere.
-  int64_t row_bytes = static_cast<int64_t>(DataTypeSize(dtype));
-  for (size_t d = 1; d < shape.size(); ++d) row_bytes *= shape[d];
+  const std::optional<int64_t> row_bytes =
+      CheckedSizeBytes(dtype, shape.data() + 1, shape.size() - 1);
   GatherLayout layout;
   layout.output_shape = shape;
   layout.output_shape[0] = 0;
   for (int64_t rows : first_dims) {
-    layout.output_shape[0] += rows;
-    layout.recv_bytes.push_back(rows * row_bytes);
-    layout.total_bytes += rows * row_bytes;
+    int64_t bytes = 0;
+    const bool fits =
+        row_bytes && rows >= 0 && !__builtin_mul_overflow(rows, *row_bytes, &bytes) &&
+        !__builtin_add_overflow(layout.total_bytes, bytes, &layout.total_bytes) &&
+        !__builtin_add_overflow(layout.output_shape[0], rows, &layout.output_shape[0]);
+    if (!fits) {
+      return Status::Internal("allgather: rows per rank " + ShapeToString(first_dims) +
+                              " with rows of shape " + ShapeToString(shape) +
+                              " make no output shape of at most 2^63 bytes");
+    }
+    layout.recv_bytes.push_back(bytes);
   }
   return layout;
 }
@@ -34,7 +43,7 @@ Status Allgather(Transport& transport, const TensorView& input, const OutputAllo
 
   std::vector<int64_t> first_dims;
   for (const OpSignature& s : all) first_dims.push_back(s.dims[0]);
-  const GatherLayout layout = PlanGather(in.dtype, in.shape, first_dims);
+  FLOCK_ASSIGN_OR_RETURN(const GatherLayout layout, PlanGather(in.dtype, in.shape, first_dims));
   Result<TensorView> output = allocate(layout.output_shape);
   // Allocation can only fail on this rank (memory); it still joins the gather,
   // into scratch, so no peer hangs, and then reports the failure.

@@ -46,13 +46,15 @@ using OutputAllocator = std::function<Result<TensorView>(const std::vector<int64
 // Where an allgather's rows go: the output shape (dim 0 = the sum of every
 // rank's dim 0) and the bytes each rank contributes. `shape` is this rank's
 // input shape with at least one dim; the other dims are the same everywhere.
+// `first_dims` come from other ranks: a negative one, or an output of more than
+// 2^63 bytes, is an error (the same on every rank, which all plan alike).
 struct GatherLayout {
   std::vector<int64_t> output_shape;
   std::vector<int64_t> recv_bytes;  // per rank of the group
   int64_t total_bytes = 0;
 };
-GatherLayout PlanGather(DataType dtype, const std::vector<int64_t>& shape,
-                        const std::vector<int64_t>& first_dims);
+Result<GatherLayout> PlanGather(DataType dtype, const std::vector<int64_t>& shape,
+                                const std::vector<int64_t>& first_dims);
 
 // Concatenates every rank's input along dim 0, in rank order. Dim 0 may differ
 // between ranks; the other dims may not. A 0-d input counts as shape [1].

@@ -1,5 +1,6 @@
 #include "flock/ops/op_signature.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace flock {
@@ -18,8 +19,13 @@ std::string RankList(const std::vector<int>& ranks) {
   return out.str();
 }
 
+// The dims a signature holds (at most kSignatureMaxDims of them).
+size_t StoredDims(const OpSignature& s) {
+  return static_cast<size_t>(std::clamp<int64_t>(s.ndim, 0, kSignatureMaxDims));
+}
+
 std::string ShapeOf(const OpSignature& s) {
-  std::vector<int64_t> dims(s.dims, s.dims + std::min<int64_t>(s.ndim, kSignatureMaxDims));
+  std::vector<int64_t> dims(s.dims, s.dims + StoredDims(s));
   return ShapeToString(dims) + (s.ndim > kSignatureMaxDims ? "+" : "");
 }
 
@@ -80,6 +86,11 @@ const char* OpKindName(OpKind kind) {
   return "unknown op";
 }
 
+bool IsOpKind(int64_t value) {
+  return value >= static_cast<int64_t>(OpKind::kAllreduce) &&
+         value <= static_cast<int64_t>(OpKind::kHierarchicalNeighborAllreduce);
+}
+
 OpSignature MakeSignature(const OpRequest& request) {
   OpSignature s;
   s.kind = static_cast<int64_t>(request.kind);
@@ -102,6 +113,27 @@ OpSignature MakeSignature(const OpRequest& request) {
   }
   s.extra_dims_hash = static_cast<int64_t>(extra);
   return s;
+}
+
+Status CheckSignature(const OpSignature& s) {
+  auto bad = [](const char* field, int64_t value) {
+    return Status::Internal(std::string(field) + " " + std::to_string(value) + " is not valid");
+  };
+  auto in_range = [](int64_t value, int count) { return value >= 0 && value < count; };
+  if (!IsOpKind(s.kind)) return bad("op kind", s.kind);
+  if (!in_range(s.local_error, kNumStatusCodes)) return bad("status code", s.local_error);
+  if (!in_range(s.dtype, kNumDataTypes)) return bad("dtype", s.dtype);
+  if (!in_range(s.reduce_op, kNumReduceOps)) return bad("reduction op", s.reduce_op);
+  if (!in_range(s.device, 2)) return bad("device type", s.device);
+  if (!in_range(s.group, kNumCommGroups)) return bad("group", s.group);
+  if (s.ndim < 0) return bad("ndim", s.ndim);
+  for (size_t d = StoredDims(s); d < kSignatureMaxDims; ++d) {  // an allgather reads dims[0]
+    if (s.dims[d] != 0) return bad("unused dim", s.dims[d]);
+  }
+  if (!CheckedSizeBytes(static_cast<DataType>(s.dtype), s.dims, StoredDims(s))) {
+    return Status::Internal("shape " + ShapeOf(s) + " has a negative dim or more than 2^63 bytes");
+  }
+  return Status::OK();
 }
 
 Status CompareSignatures(const OpRequest& request, const std::vector<OpSignature>& all,
@@ -158,6 +190,14 @@ Status AgreeOnRequest(Transport& transport, CommGroup group, const OpRequest& re
   std::vector<OpSignature> gathered(static_cast<size_t>(transport.size(group)));
   const OpSignature mine = MakeSignature(request);
   FLOCK_RETURN_IF_ERROR(transport.Allgather(&mine, sizeof(mine), gathered.data(), group));
+  for (size_t r = 0; r < gathered.size(); ++r) {
+    const Status valid = CheckSignature(gathered[r]);
+    if (!valid.ok()) {
+      return Status::Internal(std::string(OpKindName(request.kind)) + " '" + request.name +
+                              "': rank " + std::to_string(r) +
+                              " sent a malformed signature: " + valid.message());
+    }
+  }
   FLOCK_RETURN_IF_ERROR(CompareSignatures(request, gathered, reference));
   if (all != nullptr) *all = std::move(gathered);
   return Status::OK();

@@ -37,6 +37,7 @@ inline bool IsNeighborOp(OpKind kind) {
          kind == OpKind::kHierarchicalNeighborAllreduce;
 }
 const char* OpKindName(OpKind kind);
+bool IsOpKind(int64_t value);
 
 constexpr int kSignatureMaxDims = 8;
 
@@ -79,6 +80,12 @@ inline OpRequest MakeRequest(OpKind kind, std::string name, const TensorView& te
 }
 
 OpSignature MakeSignature(const OpRequest& request);
+
+// A signature received from another rank: OK when every field holds a value
+// MakeSignature can produce (known op, dtype, reduction, device and group,
+// dims >= 0 and 0 past ndim, a byte size that fits int64); else names the
+// first one that does not.
+Status CheckSignature(const OpSignature& signature);
 
 // Compares all ranks' signatures; returns a Mismatch (or the local rejection)
 // that is the same on every rank. `reference` is the rank others are held to.

@@ -15,19 +15,21 @@
 namespace flock {
 namespace {
 
-constexpr int kGroupSize = 2;  // the ranks of the group an allgather runs over
+constexpr size_t kGroupSize = 2;  // the ranks of the group an allgather runs over
 
 void Execute(const Response& response, ResponseCache& cache) {
   // Execute(): the batch is the names, looked up in order; the op runs on the first.
   const std::string& first = response.names.front();
   for (size_t i = 0; i < response.names.size() && i < response.cache_ids.size(); ++i)
-    cache.Store(response.cache_ids[i], response.names[i], OpSignature{});
+    (void)cache.Store(response.cache_ids[i], response.names[i], OpSignature{});
   if (response.kind != OpKind::kAllgather) return;
-  // Allgather(): one first dim per rank of the group, rows of 3 floats.
-  const int64_t* first_dims = response.first_dims.data();
-  const GatherLayout layout = PlanGather(DataType::kFloat32, {1, 3},
-                                         std::vector<int64_t>(first_dims, first_dims + kGroupSize));
-  std::vector<char> output(static_cast<size_t>(layout.total_bytes));
+  // Allgather(): one first dim per rank of the group (else refused), rows of 3 floats.
+  if (response.first_dims.size() != kGroupSize) return;
+  Result<GatherLayout> layout = PlanGather(DataType::kFloat32, {1, 3}, response.first_dims);
+  FLOCK_FUZZ_CHECK(layout.ok() || !layout.status().message().empty(), "refusal without a message");
+  if (layout.ok() && layout.value().total_bytes <= (1 << 20)) {
+    std::vector<char> output(static_cast<size_t>(layout.value().total_bytes));
+  }
   (void)first;
 }
 

@@ -1,7 +1,7 @@
 // fuzz_op_signatures: the signatures a direct collective allgathers from the
 // other ranks (ops/op_signature.h; ops/allgather.cc), then what this rank
-// does with them: compare them with its own request and, for an allgather
-// they agree on, lay the output out from every rank's dim 0.
+// does with them: check and compare them with its own request and, for an
+// allgather they agree on, lay the output out from every rank's dim 0.
 // The input is the other ranks' fixed-size records, one after the other.
 #include <cstddef>
 #include <cstdint>
@@ -22,16 +22,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<OpSignature> all(1 + others);
   all[0] = MakeSignature(request);
   std::memcpy(&all[1], data, others * sizeof(OpSignature));
+  // AgreeOnRequest refuses a malformed signature before comparing; the
+  // comparison itself must cope with any bytes too.
   const Status agreed = CompareSignatures(request, all, ReferenceRank(all));
-  if (!agreed.ok()) {
-    FLOCK_FUZZ_CHECK(!agreed.message().empty(), "refusal without a message");
-    return 0;
+  FLOCK_FUZZ_CHECK(agreed.ok() || !agreed.message().empty(), "refusal without a message");
+  for (const OpSignature& s : all) {
+    if (!agreed.ok() || !CheckSignature(s).ok()) return 0;
   }
   std::vector<int64_t> first_dims;
   for (const OpSignature& s : all) first_dims.push_back(s.dims[0]);
-  const GatherLayout layout = PlanGather(DataType::kFloat32, request.tensor.shape, first_dims);
-  FLOCK_FUZZ_CHECK(layout.total_bytes >= 0, "a negative output size");
+  const Result<GatherLayout> layout =
+      PlanGather(DataType::kFloat32, request.tensor.shape, first_dims);
+  if (!layout.ok()) {
+    FLOCK_FUZZ_CHECK(!layout.status().message().empty(), "refusal without a message");
+    return 0;
+  }
+  FLOCK_FUZZ_CHECK(layout.value().total_bytes >= 0, "a negative output size");
   // Allgather allocates the output (or scratch of the same size) before the transfer.
-  if (layout.total_bytes <= (1 << 20)) std::vector<char> output(layout.total_bytes + 1);
+  if (layout.value().total_bytes <= (1 << 20)) {
+    std::vector<char> output(static_cast<size_t>(layout.value().total_bytes) + 1);
+  }
   return 0;
 }

@@ -2,6 +2,9 @@
 // response cache, coordinator decisions, timeline file names.
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "flock/engine/byte_io.h"
 #include "flock/engine/coordinator.h"
 #include "flock/engine/fusion_planner.h"
 #include "flock/engine/response_cache.h"
@@ -54,6 +57,71 @@ TEST(Wire, TruncatedMessagesAreRejected) {
   EXPECT_FALSE(DecodeResponses(extra).ok());
 }
 
+// Malformed messages (fuzzing found each; tests/fuzz/engine_*/regressions
+// holds the inputs): refused with a message naming what is wrong.
+void ExpectRefused(const Result<std::vector<ReadyEntry>>& decoded, const std::string& what) {
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.status().message().find(what), std::string::npos) << decoded.status().message();
+}
+
+TEST(Wire, ACountTheMessageCannotHoldIsRefusedBeforeAllocating) {
+  Writer w;
+  w.Put(uint32_t{0x7fffffff});  // once: 2^31 entries allocated from 4 bytes
+  const std::vector<char> bytes = w.Take();
+  ExpectRefused(DecodeReady(bytes), "entry count");
+  auto responses = DecodeResponses(bytes);
+  ASSERT_FALSE(responses.ok());
+  EXPECT_NE(responses.status().message().find("response count"), std::string::npos);
+}
+
+TEST(Wire, AnnouncedSignaturesAreChecked) {
+  auto announce = [](OpSignature s) { return DecodeReady(EncodeReady({{"x", kNotCached, s}})); };
+  OpSignature s = Sig(OpKind::kAllreduce, DataType::kFloat32, {4}, "x");
+  s.ndim = -3;  // once: an array index far before dims
+  ExpectRefused(announce(s), "ndim -3");
+  s = Sig(OpKind::kAllreduce, DataType::kFloat32, {1 << 30, 1 << 30, 1 << 30}, "x");
+  ExpectRefused(announce(s), "2^63 bytes");  // once: signed overflow planning fusion
+  s = Sig(OpKind::kAllgather, DataType::kFloat32, {}, "x");
+  s.dims[0] = -5;  // a 0-d allgather: dims[0] still becomes this rank's row count
+  ExpectRefused(announce(s), "unused dim -5");
+  s = Sig(OpKind::kAllreduce, DataType::kFloat32, {4}, "x");
+  s.dtype = 77;
+  ExpectRefused(announce(s), "dtype 77");
+  EXPECT_TRUE(announce(Sig(OpKind::kAllreduce, DataType::kFloat32, {4}, "x")).ok());
+}
+
+TEST(Wire, ResponsesTheEngineCannotRunAreRefused) {
+  auto refused = [](Response r, const std::string& what) {
+    auto decoded = DecodeResponses(EncodeResponses({r}));
+    ASSERT_FALSE(decoded.ok());
+    EXPECT_NE(decoded.status().message().find(what), std::string::npos)
+        << decoded.status().message();
+  };
+  refused(MakeResponse(ResponseType::kExecute), "needs names");  // once: front() of nothing
+  Response error = MakeResponse(ResponseType::kError, OpKind::kAllreduce, {"x"});
+  refused(error, "status OK");  // once: the request completed as if it had run
+  Response gather = MakeResponse(ResponseType::kExecute, OpKind::kAllgather, {"x"});
+  gather.first_dims = {2, -1};
+  refused(gather, "first dim -1");  // once: a negative output size
+  gather.first_dims = {2, 1};
+  gather.cache_ids = {0, 1};
+  refused(gather, "2 cache ids for 1 names");
+  gather.cache_ids = {-1};
+  EXPECT_TRUE(DecodeResponses(EncodeResponses({gather})).ok());
+}
+
+TEST(ResponseCache, AWorkerStoresOnlyTheNextIdOrAKnownOne) {
+  ResponseCache worker;
+  const OpSignature s = Sig(OpKind::kAllreduce, DataType::kFloat32, {4}, "w");
+  EXPECT_FALSE(worker.Store(0x7fffffff, "w", s));  // once: the cache grew to 2^31 entries
+  EXPECT_EQ(worker.size(), 0u);
+  EXPECT_TRUE(worker.Store(0, "w", s));
+  EXPECT_TRUE(worker.Store(0, "w", s));
+  EXPECT_TRUE(worker.Store(1, "v", s));
+  EXPECT_FALSE(worker.Store(3, "u", s));
+  EXPECT_EQ(worker.size(), 2u);
+}
+
 FusionCandidate Candidate(int64_t bytes, int64_t dtype = 0, OpKind kind = OpKind::kAllreduce) {
   FusionCandidate c;
   c.kind = kind;
@@ -94,6 +162,12 @@ TEST(FusionPlanner, KeepsDtypesApartAndBigOrOtherOpsAlone) {
   for (auto& batch : plan)
     for (size_t i : batch) ++seen[i];
   for (int s : seen) EXPECT_EQ(s, 1);
+}
+
+TEST(FusionPlanner, AThresholdNearTheLimitDoesNotOverflow) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  auto plan = PlanFusion({Candidate(max - 1), Candidate(max - 1)}, max);
+  EXPECT_EQ(plan.size(), 2u);  // their sum would overflow: two batches
 }
 
 TEST(ResponseCache, AssignLookupAndReplace) {

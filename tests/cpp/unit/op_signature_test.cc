@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace flock {
 namespace {
 
@@ -98,10 +100,56 @@ namespace {
 
 TEST(PlanGather, RowsFromEveryRankIncludingNone) {
   // int32 rows of 3: ranks send 2, 0 and 5 rows.
-  GatherLayout layout = PlanGather(DataType::kInt32, {2, 3}, {2, 0, 5});
+  Result<GatherLayout> planned = PlanGather(DataType::kInt32, {2, 3}, {2, 0, 5});
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  const GatherLayout& layout = planned.value();
   EXPECT_EQ(layout.output_shape, (std::vector<int64_t>{7, 3}));
   EXPECT_EQ(layout.recv_bytes, (std::vector<int64_t>{24, 0, 60}));
   EXPECT_EQ(layout.total_bytes, 84);
+}
+
+// Row counts come from other ranks (fuzzing found each; tests/fuzz/op_signatures
+// and engine_responses/regressions hold the inputs).
+TEST(PlanGather, RowCountsThatMakeNoOutputAreRefused) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_FALSE(PlanGather(DataType::kFloat32, {2, 3}, {2, -1}).ok());       // once: a negative size
+  EXPECT_FALSE(PlanGather(DataType::kFloat32, {2, 3}, {max / 8, 1}).ok());  // once: overflow
+  EXPECT_FALSE(PlanGather(DataType::kUInt8, {2, 0}, {max, max}).ok());      // rows alone overflow
+  EXPECT_TRUE(PlanGather(DataType::kUInt8, {2, 0}, {max, 0}).ok());
+}
+
+TEST(OpSignature, SignaturesFromOtherRanksAreChecked) {
+  OpSignature s = MakeSignature(Request(DataType::kFloat32, {4, 5}));
+  EXPECT_TRUE(CheckSignature(s).ok());
+  struct Case {
+    int64_t OpSignature::*field;
+    int64_t value;
+    const char* named;
+  };
+  const Case cases[] = {{&OpSignature::kind, 0, "op kind 0"},
+                        {&OpSignature::dtype, 10, "dtype 10"},
+                        {&OpSignature::reduce_op, -1, "reduction op -1"},
+                        {&OpSignature::group, 9, "group 9"},
+                        {&OpSignature::local_error, 8, "status code 8"},
+                        {&OpSignature::ndim, -1, "ndim -1"}};
+  for (const Case& c : cases) {
+    OpSignature bad = s;
+    bad.*c.field = c.value;
+    const Status status = CheckSignature(bad);
+    EXPECT_NE(status.message().find(c.named), std::string::npos) << status.message();
+  }
+  OpSignature huge = s;
+  huge.dims[0] = std::numeric_limits<int64_t>::max() / 2;
+  EXPECT_FALSE(CheckSignature(huge).ok());
+}
+
+TEST(OpSignature, ComparingAMalformedSignatureStaysInBounds) {
+  OpRequest r = Request(DataType::kFloat32, {4, 5});
+  std::vector<OpSignature> all(2, MakeSignature(r));
+  all[1].ndim = -1000;  // once: the shape was read from dims[-1000]
+  const Status status = CompareSignatures(r, all, 0);
+  EXPECT_NE(status.message().find("shape: rank 0 has [4, 5], rank 1 has []"), std::string::npos)
+      << status.message();
 }
 
 }  // namespace
