@@ -48,6 +48,10 @@ struct NeighborEntry {
 std::vector<char> EncodeNeighborMessage(const std::vector<NeighborEntry>& entries);
 
 // Decoded entries point into `*bytes` for inline payloads: keep it alive while they are used.
+// Decoding also checks what delivery relies on: a known type and dtype, dims >= 0, a kData
+// entry's payload_bytes equal to its shape's size in its dtype, a rejection's code not OK.
+// A malformed message is an Internal error naming the entry, the field and the byte; the
+// caller names the sender.
 Result<std::vector<NeighborEntry>> DecodeNeighborMessage(
     const std::shared_ptr<const std::vector<char>>& bytes);
 

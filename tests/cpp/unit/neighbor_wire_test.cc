@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 
 #include "flock/common/half.h"
 #include "flock/common/weighted_kernels.h"
@@ -26,6 +27,7 @@ TEST(NeighborWire, RoundTripKeepsEveryFieldAndInlineBytes) {
   entries[0].payload = reinterpret_cast<const char*>(values);
   entries[1].type = NeighborEntryType::kData;
   entries[1].name = "big";
+  entries[1].shape = {1 << 18};
   entries[1].lane_tag = 123;
   entries[1].payload_bytes = 1 << 20;  // travels in a lane: no bytes here
   entries[2].type = NeighborEntryType::kReject;
@@ -60,7 +62,9 @@ TEST(NeighborWire, RoundTripKeepsEveryFieldAndInlineBytes) {
 TEST(NeighborWire, TruncatedOrForeignMessagesAreRejected) {
   std::vector<NeighborEntry> entries(1);
   entries[0].name = "t";
+  entries[0].shape = {0};
   std::vector<char> good = EncodeNeighborMessage(entries);
+  ASSERT_TRUE(DecodeNeighborMessage(std::make_shared<const std::vector<char>>(good)).ok());
   for (size_t cut : {size_t{0}, size_t{3}, good.size() - 1}) {
     auto bytes = std::make_shared<const std::vector<char>>(good.begin(), good.begin() + cut);
     EXPECT_FALSE(DecodeNeighborMessage(bytes).ok()) << cut;
@@ -68,6 +72,55 @@ TEST(NeighborWire, TruncatedOrForeignMessagesAreRejected) {
   std::vector<char> foreign = good;
   foreign[0] ^= 0x5a;
   EXPECT_FALSE(DecodeNeighborMessage(std::make_shared<const std::vector<char>>(foreign)).ok());
+}
+
+// Malformed messages (fuzzing found each; tests/fuzz/neighbor_message/regressions
+// holds the inputs): refused with a message naming the entry and what is wrong.
+void ExpectRefused(const std::vector<NeighborEntry>& entries, const std::string& what) {
+  auto decoded = DecodeNeighborMessage(
+      std::make_shared<const std::vector<char>>(EncodeNeighborMessage(entries)));
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.status().message().find(what), std::string::npos) << decoded.status().message();
+}
+
+TEST(NeighborWire, PayloadSizesMustMatchTheShape) {
+  // Delivery reduces shape-many elements from the payload, or copies
+  // payload_bytes into a buffer of the shape's size: once, a short payload was
+  // read past the message and a long one written past the call's output.
+  const float values[4] = {1, 2, 3, 4};
+  NeighborEntry e;
+  e.name = "w";
+  e.shape = {4};
+  e.payload = reinterpret_cast<const char*>(values);
+  e.payload_bytes = 12;
+  ExpectRefused({e}, "entry 0 of 1: 12 payload bytes for a float32 tensor of shape [4]");
+  e.shape = {2};
+  e.payload_bytes = 16;
+  ExpectRefused({e}, "16 payload bytes for a float32 tensor of shape [2]");
+  e.shape = {1 << 18};  // a lane: the receiver posts payload_bytes into a buffer of the shape
+  e.lane_tag = 5;
+  e.payload_bytes = 1 << 30;
+  ExpectRefused({e}, "payload bytes");
+  e.shape = {-1, -4};
+  e.payload_bytes = 16;
+  ExpectRefused({e}, "negative dim");
+}
+
+TEST(NeighborWire, UnknownValuesAndImpossibleCountsAreRefused) {
+  NeighborEntry reject;
+  reject.type = NeighborEntryType::kReject;
+  reject.name = "w";
+  reject.code = StatusCode::kOk;  // once: the pair counted as answered, without data
+  ExpectRefused({reject}, "rejection with status code 0");
+  NeighborEntry expect;
+  expect.type = NeighborEntryType::kExpect;
+  expect.dtype = static_cast<DataType>(200);
+  ExpectRefused({expect}, "dtype 200");
+  std::vector<char> bytes = EncodeNeighborMessage({});
+  bytes[4] = bytes[5] = bytes[6] = static_cast<char>(0xff);  // ~2^24 entries in 8 bytes
+  auto decoded = DecodeNeighborMessage(std::make_shared<const std::vector<char>>(bytes));
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.status().message().find("entry count"), std::string::npos);
 }
 
 TEST(WeightedKernels, HalfTypesAccumulateInFloat32) {
