@@ -4,6 +4,7 @@
 // nlohmann::json format each edge, so numbers round-trip exactly.
 #include "flock/topology/json_io.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -18,6 +19,8 @@ using detail::fail;
 using nlohmann::json;
 
 namespace {
+
+constexpr long long kMaxFileNodes = 1LL << 20;
 
 const json& require(const json& doc, const char* key, json::value_t type, const char* type_name,
                     const std::string& where) {
@@ -44,14 +47,27 @@ void check_header(const json& doc, const std::string& where) {
   }
 }
 
+// A refused edge entry for its message: as written when it is flat and short,
+// else its type and size (dump() recurses once per level of nesting, so a
+// deeply nested entry would overflow the stack).
+std::string describe(const json& entry) {
+  const bool flat = std::all_of(entry.begin(), entry.end(),
+                                [](const json& element) { return element.is_primitive(); });
+  if (entry.is_primitive() || flat) {
+    std::string text = entry.dump();
+    if (text.size() <= 80) return text;
+  }
+  return detail::cat(entry.type_name(), " of ", entry.size(), " elements");
+}
+
 // Adds edge entry `index` to g, refusing malformed entries and duplicates.
 void add_entry(Graph& g, const json& entry, std::size_t index, const std::string& where) {
   const std::string at = detail::cat(where, ": edges[", index, "]");
   if (!entry.is_array() || entry.size() < 2 || entry.size() > 3) {
-    fail(at, ": expected [from, to, weight], got ", entry.dump());
+    fail(at, ": expected [from, to, weight], got ", describe(entry));
   }
   if (!entry[0].is_number_integer() || !entry[1].is_number_integer()) {
-    fail(at, ": nodes must be integers, got ", entry.dump());
+    fail(at, ": nodes must be integers, got ", describe(entry));
   }
   if (entry.size() == 3 && !entry[2].is_number()) fail(at, ": weight must be a number");
   const long long from = entry[0].get<long long>();
@@ -75,6 +91,8 @@ Graph parse(const std::string& text, const std::string& where) {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
     fail(where, ": not valid JSON (byte ", e.byte, "): ", e.what());
+  } catch (const json::exception& e) {  // e.g. out_of_range: a number too large for a double
+    fail(where, ": not readable JSON: ", e.what());
   }
   check_header(doc, where);
   const auto& size = require(doc, "size", json::value_t::number_integer, "an integer", where);
@@ -82,7 +100,8 @@ Graph parse(const std::string& text, const std::string& where) {
   const auto& edges = require(doc, "edges", json::value_t::array, "an array", where);
   const long long n = size.get<long long>();
   if (n < 1) fail(where, ": size must be >= 1, got ", n);
-  if (n > (1LL << 30)) fail(where, ": size ", n, " is too large (at most 2^30)");
+  // Graph(n) allocates per node: a few bytes of text must not ask for gigabytes.
+  if (n > kMaxFileNodes) fail(where, ": size ", n, " is too large (at most ", kMaxFileNodes, ")");
   Graph g(static_cast<int>(n), weighted.get<bool>());
   for (std::size_t i = 0; i < edges.size(); ++i) add_entry(g, edges[i], i, where);
   return g;

@@ -141,6 +141,24 @@ TEST(JsonIo, ErrorsNameTheProblem) {
       "key \"weighted\" must be true or false");
 }
 
+// Found by fuzzing (tests/fuzz/topology_json/regressions holds the inputs).
+TEST(JsonIo, HostileFilesAreRefusedWithATopologyError) {
+  // A number no double holds: once nlohmann's out_of_range escaped the error policy.
+  EXPECT_NE(error_of(doc("[[0, 1, 2E444]]")).find("not readable JSON"), std::string::npos);
+  EXPECT_NE(error_of("2E444").find("from_json_string: "), std::string::npos);
+  // 90 bytes asking for 2^30 nodes: once Graph tried to allocate 48 GB.
+  EXPECT_NE(
+      error_of(doc("[]", "1073741824")).find("size 1073741824 is too large (at most 1048576)"),
+      std::string::npos);
+  // A deeply nested entry: once its message was built by recursing once per level.
+  const int depth = 300000;
+  const std::string nested = std::string(depth, '[') + std::string(depth, ']');
+  EXPECT_NE(error_of(doc("[" + nested + "]"))
+                .find("edges[0]: expected [from, to, weight], got "
+                      "array of 1 elements"),
+            std::string::npos);
+}
+
 TEST(JsonIo, UnknownKeysAreIgnored) {
   const Graph g = from_json_string(doc("[[0, 1, 0.5]]", "3", R"("comment": "hand made", )"));
   EXPECT_EQ(g.size(), 3);

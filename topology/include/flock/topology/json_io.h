@@ -19,11 +19,11 @@
 //   weighted     Graph::is_weighted(): whether the weights are meant as mixing
 //                weights (see graph.h).
 // Readers reject, with a TopologyError naming the file (when there is one) and
-// the problem: text that is not JSON (with the byte offset), a missing or
-// mistyped key, another format, an unsupported version, size < 1, a malformed
-// edge entry, a node out of range, a negative or non-finite weight, and an
-// edge listed twice. Unknown extra keys are ignored. Weights are written with
-// enough digits to read back bit-identical.
+// the problem: text that is not JSON (with the byte offset) or holds a number
+// no double can, a missing or mistyped key, another format, an unsupported
+// version, a size < 1 or > 2^20, a malformed edge entry, a node out of range,
+// a negative or non-finite weight, and an edge listed twice. Unknown extra keys
+// are ignored. Weights are written with enough digits to read back bit-identical.
 #pragma once
 
 #include <string>
