@@ -1,7 +1,9 @@
 #include "flock/common/config.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
+#include <sstream>
 
 namespace flock {
 namespace {
@@ -18,7 +20,7 @@ const std::vector<SettingInfo> kSettings = {
      "sending its full description (0 disables)."},
     {"FLOCK_CYCLE_TIME_MS", "float", "5",
      "Fusion window: announce new requests once none arrived for this long (a thread waiting for "
-     "one ends it early)."},
+     "one ends it early); at most 60000."},
     {"FLOCK_NEIGHBOR_INLINE_BYTES", "bytes", "65536",
      "Neighbor ops: tensors up to this size travel inside the fused control message to a "
      "neighbour; larger ones in a message of their own, straight from the input."},
@@ -42,7 +44,7 @@ const std::vector<SettingInfo> kSettings = {
      "unset."},
 };
 
-Status BadValue(const std::string& name, const std::string& value, const char* expected) {
+Status BadValue(const std::string& name, const std::string& value, const std::string& expected) {
   return Status::InvalidArgument("environment variable " + name + "='" + value +
                                  "' is not valid: expected " + expected);
 }
@@ -58,12 +60,25 @@ Status ParseInt(const std::string& name, const std::string& text, int64_t min, i
   return Status::OK();
 }
 
-Status ParseSeconds(const std::string& name, const std::string& text, double* out) {
+std::string FormatNumber(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+// The engine turns the cycle time into a clock duration (int64 nanoseconds)
+// and adds ten of them to a time point: a minute keeps far from overflow.
+constexpr double kMaxCycleTimeMs = 60000;
+
+Status ParseNumber(const std::string& name, const std::string& text, double* out,
+                   double max = HUGE_VAL) {
   errno = 0;
   char* end = nullptr;
   double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno != 0 || !(value >= 0)) {
-    return BadValue(name, text, "a number >= 0");
+  if (text.empty() || *end != '\0' || errno != 0 || !(value >= 0) || value > max) {
+    const std::string range =
+        max == HUGE_VAL ? "a number >= 0" : "a number from 0 to " + FormatNumber(max);
+    return BadValue(name, text, range);
   }
   *out = value;
   return Status::OK();
@@ -91,17 +106,18 @@ Result<Config> Config::Parse(const Lookup& lookup) {
     FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_CACHE_CAPACITY", *v, 0, &config.cache_capacity));
   }
   if (auto v = lookup("FLOCK_CYCLE_TIME_MS")) {
-    FLOCK_RETURN_IF_ERROR(ParseSeconds("FLOCK_CYCLE_TIME_MS", *v, &config.cycle_time_ms));
+    FLOCK_RETURN_IF_ERROR(
+        ParseNumber("FLOCK_CYCLE_TIME_MS", *v, &config.cycle_time_ms, kMaxCycleTimeMs));
   }
   if (auto v = lookup("FLOCK_NEIGHBOR_INLINE_BYTES")) {
     FLOCK_RETURN_IF_ERROR(
         ParseInt("FLOCK_NEIGHBOR_INLINE_BYTES", *v, 0, &config.neighbor_inline_bytes));
   }
   if (auto v = lookup("FLOCK_STALL_WARNING_S")) {
-    FLOCK_RETURN_IF_ERROR(ParseSeconds("FLOCK_STALL_WARNING_S", *v, &config.stall_warning_s));
+    FLOCK_RETURN_IF_ERROR(ParseNumber("FLOCK_STALL_WARNING_S", *v, &config.stall_warning_s));
   }
   if (auto v = lookup("FLOCK_STALL_SHUTDOWN_S")) {
-    FLOCK_RETURN_IF_ERROR(ParseSeconds("FLOCK_STALL_SHUTDOWN_S", *v, &config.stall_shutdown_s));
+    FLOCK_RETURN_IF_ERROR(ParseNumber("FLOCK_STALL_SHUTDOWN_S", *v, &config.stall_shutdown_s));
   }
   if (auto v = lookup("FLOCK_MALLOC_TUNING")) {
     int64_t on = 0;

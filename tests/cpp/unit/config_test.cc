@@ -49,6 +49,21 @@ TEST(Config, ParsesEverySetting) {
   EXPECT_FALSE(Config::FromMap({{"FLOCK_QUIET", ""}}).value().quiet);
 }
 
+// Found by fuzzing (tests/fuzz/config/regressions): the engine converts the
+// cycle time into integer nanoseconds and adds ten cycles to a time point.
+TEST(Config, ACycleTimeTheClockCannotHoldIsRefused) {
+  for (const char* value : {"5e21", "inf", "60001"}) {
+    Result<Config> config = Config::FromMap({{"FLOCK_CYCLE_TIME_MS", value}});
+    ASSERT_FALSE(config.ok()) << value;
+    EXPECT_NE(config.status().message().find("expected a number from 0 to 60000"),
+              std::string::npos)
+        << config.status().message();
+  }
+  EXPECT_EQ(Config::FromMap({{"FLOCK_CYCLE_TIME_MS", "60000"}}).value().cycle_time_ms, 60000.0);
+  EXPECT_TRUE(
+      Config::FromMap({{"FLOCK_STALL_WARNING_S", "1e300"}}).ok());  // compared, not converted
+}
+
 TEST(Config, BluefogsMachineSizeIsAnAliasThatFlocksNameOverrides) {
   Config bluefog = Config::FromMap({{"BLUEFOG_NODES_PER_MACHINE", "3"}}).value();
   EXPECT_EQ(bluefog.local_size_override, 3);
