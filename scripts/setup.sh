@@ -22,6 +22,8 @@ packages=(
   # benchmark and ResNet examples torchvision; tqdm and matplotlib add progress bars and plots.
   python3-sklearn python3-torchvision python3-tqdm python3-matplotlib
   iproute2 procps
+  # scripts/fuzz.sh: clang and its runtime, which holds libFuzzer
+  clang-14 libclang-rt-14-dev
   # flock-interactive (notebooks, %%px) and the test that runs the example notebook
   python3-ipyparallel python3-ipykernel python3-nbclient python3-nbformat
 )
