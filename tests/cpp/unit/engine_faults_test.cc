@@ -55,7 +55,7 @@ bool Mentions(const Status& status, const std::string& text) {
   return status.message().find(text) != std::string::npos;
 }
 
-TEST(EngineFaults, DISABLED_AnUnreadableAnnouncementFailsTheOpOnEveryRank) {
+TEST(EngineFaults, AnUnreadableAnnouncementFailsTheOpOnEveryRank) {
   OnFaultyRanks(
       3,
       [](int r) {
@@ -102,7 +102,7 @@ TEST(EngineFaults, DISABLED_AnUnreadableAnswerEndsTheJobFromTheRankThatGotIt) {
       });
 }
 
-TEST(EngineFaults, DISABLED_AnUnreadableNeighbourMessageFailsCallsWithThatRank) {
+TEST(EngineFaults, AnUnreadableNeighbourMessageFailsCallsWithThatRank) {
   OnFaultyRanks(
       3,
       [](int r) {
