@@ -6,6 +6,7 @@
 #   3. the Python API under flockrun at np 1-6 (one job per size)
 #   4. sanitizers (scripts/sanitizers.sh): ASan+UBSan C++ unit and MPI tests (np 2-4,
 #      leak detection on), the Python API at np 4 on the ASan module, TSan unit tests
+#   5. fuzzing (scripts/fuzz.sh): each libFuzzer target for 20 s (clang build in build-fuzz/)
 # Every step has a timeout; a hang is reported as a failure. Exits non-zero
 # when anything failed. Reports land in out/test-reports/.
 set -uo pipefail
@@ -50,6 +51,7 @@ run_step "ASan+UBSan: C++ unit and MPI tests (np 2-4)" 1500 scripts/sanitizers.s
 run_step "ASan+UBSan: Python API under flockrun -np 4" 1200 scripts/sanitizers.sh asan-py
 run_step "TSan: C++ unit tests (engine, neighbor ops, threads as ranks)" 1200 \
   scripts/sanitizers.sh tsan
+run_step "fuzzing (libFuzzer, 20 s per target)" 600 scripts/fuzz.sh 20
 
 python "$root/scripts/summarize_reports.py" "$reports"
 if [ ${#failed_steps[@]} -gt 0 ]; then

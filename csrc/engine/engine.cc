@@ -266,7 +266,7 @@ bool Engine::PollAnnouncements() {
   bool did_work = false;
   int from = 0;
   std::vector<char> bytes;
-  for (const int tag : {kReadyTag, kShutdownTag, kFailureTag}) {
+  for (const int tag : {kReadyTag, kShutdownTag}) {
     while (true) {
       auto got = transport_.TryReceive(-1, tag, CommGroup::kControl, &from, &bytes);
       if (!got.ok()) {
@@ -294,8 +294,6 @@ void Engine::TakeControlMessage(int tag, int from, const std::vector<char>& byte
   const std::string rank = "rank " + std::to_string(from);
   if (tag == kShutdownTag) {
     coordinator_->AddShutdown(from);
-  } else if (tag == kFailureTag) {
-    coordinator_->Break(std::string(bytes.begin(), bytes.end()));
   } else {
     auto entries = DecodeReady(bytes);
     Status s = entries.ok() ? coordinator_->AddReady(from, entries.value(), Clock::now())
@@ -322,11 +320,11 @@ bool Engine::PollResponses() {
     last_heard_from_coordinator_ = Clock::now();
     did_work = true;
     auto responses = DecodeResponses(bytes);
-    if (!responses.ok()) {
-      ReportBrokenControl("rank " + std::to_string(rank_) +
-                          " could not read an answer of rank 0 (" + responses.status().message() +
-                          "); global ops are off");
-      continue;
+    if (!responses.ok()) {  // it may have scheduled a collective the others already run
+      EndJob(Status::Internal("rank " + std::to_string(rank_) +
+                              " could not read an answer of rank 0 (" +
+                              responses.status().message() + "); ending the job"));
+      return true;
     }
     Handle(responses.value());
   }

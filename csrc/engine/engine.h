@@ -109,7 +109,6 @@ class Engine {
   void TakeControlMessage(int tag, int from, const std::vector<char>& bytes);
   bool PollResponses();
   // engine_faults.cc: see there.
-  void ReportBrokenControl(const std::string& reason);
   void FailTransport(const Status& status, const std::string& doing);
   void EndJob(const Status& why);
 
@@ -117,7 +116,6 @@ class Engine {
   static constexpr int kReadyTag = 1;     // announcements to rank 0
   static constexpr int kResponseTag = 2;  // rank 0's answers
   static constexpr int kShutdownTag = 3;  // a rank's shutdown, to rank 0
-  static constexpr int kFailureTag = 4;   // a rank that cannot trust the control plane
   // What the loop does after a Step: run again, yield the core, or sleep.
   enum class IdleKind { kRun, kYield, kSleep };
   struct IdlePlan {

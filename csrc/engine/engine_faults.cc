@@ -81,18 +81,6 @@ void Engine::CheckNeighborStalls() {
   neighbor_->CheckStalls(config_.stall_warning_s, config_.stall_shutdown_s);
 }
 
-// This rank cannot read rank 0's answers any more: its view of the global ops
-// is gone. Fail them here, and have rank 0 fail them everywhere (it answers
-// every rank with this reason, so no rank waits in a collective for this one).
-void Engine::ReportBrokenControl(const std::string& reason) {
-  FLOCK_LOG(kError, "engine") << reason;
-  if (shutting_down_reason_.empty()) shutting_down_reason_ = reason;
-  FailAllPending(reason);
-  Status s = transport_.PostSend(std::vector<char>(reason.begin(), reason.end()), 0, kFailureTag,
-                                 CommGroup::kControl);
-  if (!s.ok()) FailTransport(s, "reporting it to rank 0");
-}
-
 // MPI returned an error: messages may be lost, so no rank can be sure what the
 // others have seen. Every request here fails with the cause, then the job
 // ends, so no other rank waits for this one.

@@ -79,7 +79,7 @@ TEST(EngineFaults, AnUnreadableAnnouncementFailsTheOpOnEveryRank) {
       });
 }
 
-TEST(EngineFaults, DISABLED_AnUnreadableAnswerEndsTheJobFromTheRankThatGotIt) {
+TEST(EngineFaults, AnUnreadableAnswerEndsTheJobFromTheRankThatGotIt) {
   OnFaultyRanks(
       3,
       [](int r) {
