@@ -6,7 +6,9 @@
 #   3. the Python API under flockrun at np 1-6 (one job per size)
 #   4. sanitizers (scripts/sanitizers.sh): ASan+UBSan C++ unit and MPI tests (np 2-4,
 #      leak detection on), the Python API at np 4 on the ASan module, TSan unit tests
-#   5. fuzzing (scripts/fuzz.sh): each libFuzzer target for 20 s (clang build in build-fuzz/)
+#   5. soak (benchmarks/soak.py): 500 random ops against numpy at np 3 and 4, memory,
+#      threads and fds steady
+#   6. fuzzing (scripts/fuzz.sh): each libFuzzer target for 20 s (clang build in build-fuzz/)
 # Every step has a timeout; a hang is reported as a failure. Exits non-zero
 # when anything failed. Reports land in out/test-reports/.
 set -uo pipefail
@@ -45,6 +47,11 @@ run_step "launcher, single-process and emulated-cluster tests" 900 \
 for np in 1 2 3 4 5 6; do
   run_step "Python API under flockrun -np $np" 900 \
     flockrun -np "$np" python tests/python/mpi_pytest.py "$reports" tests/python/parallel -q
+done
+
+for np in 3 4; do
+  run_step "soak: 500 random ops under flockrun -np $np" 300 \
+    flockrun -np "$np" python benchmarks/soak.py --ops 500 --max-bytes 1048576 --seed "$np"
 done
 
 run_step "ASan+UBSan: C++ unit and MPI tests (np 2-4)" 1500 scripts/sanitizers.sh asan

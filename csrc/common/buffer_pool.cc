@@ -29,10 +29,11 @@ PooledBuffer BufferPool::Acquire(size_t bytes) {
   if (bytes == 0) return buffer;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    FreeIdleBlocksLocked(Clock::now());
     auto it = free_.lower_bound(bytes);
     if (it != free_.end() && it->first <= 2 * bytes) {
       buffer.capacity_ = it->first;
-      buffer.block_ = std::move(it->second);
+      buffer.block_ = std::move(it->second.block);
       free_bytes_ -= it->first;
       free_.erase(it);
       return buffer;
@@ -45,9 +46,24 @@ PooledBuffer BufferPool::Acquire(size_t bytes) {
 
 void BufferPool::Give(std::unique_ptr<char[]> block, size_t capacity) {
   std::lock_guard<std::mutex> lock(mutex_);
+  auto now = Clock::now();
+  FreeIdleBlocksLocked(now);
   if (free_bytes_ + capacity > keep_bytes_) return;  // freed when `block` goes
   free_bytes_ += capacity;
-  free_.emplace(capacity, std::move(block));
+  free_.emplace(capacity, FreeBlock{std::move(block), now});
+}
+
+void BufferPool::FreeIdleBlocksLocked(Clock::time_point now) {
+  if (now < next_sweep_) return;
+  next_sweep_ = now + max_idle_ / 4;
+  for (auto it = free_.begin(); it != free_.end();) {
+    if (now - it->second.since < max_idle_) {
+      ++it;
+      continue;
+    }
+    free_bytes_ -= it->first;
+    it = free_.erase(it);
+  }
 }
 
 size_t BufferPool::free_bytes() const {

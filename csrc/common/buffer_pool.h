@@ -9,10 +9,14 @@
 //
 // Acquire finds the smallest free block that fits (and is at most twice the
 // size asked, so a small request does not hold a large block) or allocates
-// one; freed blocks are kept while the free bytes stay under `keep_bytes`.
+// one; freed blocks are kept while the free bytes stay under `keep_bytes`,
+// and a block left unused for `max_idle` is freed (checked at most every
+// max_idle / 4, on Acquire and on give-back): a training loop reuses the same
+// sizes every step, while sizes seen once must not stay resident for good.
 // Thread-safe; a PooledBuffer must not outlive its pool.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -43,7 +47,12 @@ class PooledBuffer {
 
 class BufferPool {
  public:
-  explicit BufferPool(size_t keep_bytes = size_t{512} << 20) : keep_bytes_(keep_bytes) {}
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kDefaultMaxIdle{10000};
+
+  explicit BufferPool(size_t keep_bytes = size_t{512} << 20,
+                      std::chrono::milliseconds max_idle = kDefaultMaxIdle)
+      : keep_bytes_(keep_bytes), max_idle_(max_idle), next_sweep_(Clock::now() + max_idle / 4) {}
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
@@ -52,12 +61,19 @@ class BufferPool {
 
  private:
   friend class PooledBuffer;
+  struct FreeBlock {
+    std::unique_ptr<char[]> block;
+    Clock::time_point since;  // given back at
+  };
   void Give(std::unique_ptr<char[]> block, size_t capacity);
+  void FreeIdleBlocksLocked(Clock::time_point now);
 
   const size_t keep_bytes_;
+  const std::chrono::milliseconds max_idle_;
   mutable std::mutex mutex_;
-  std::multimap<size_t, std::unique_ptr<char[]>> free_;  // by capacity
+  std::multimap<size_t, FreeBlock> free_;  // by capacity
   size_t free_bytes_ = 0;
+  Clock::time_point next_sweep_;
 };
 
 }  // namespace flock

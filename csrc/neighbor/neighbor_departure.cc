@@ -68,13 +68,10 @@ void NeighborExchange::Depart() {
     for (int peer : OpenPeers(step)) AbandonPair(step, peer, why);
   }
   // Early arrivals for calls this rank will never make: their lanes must still be read.
-  for (auto& [key, arrivals] : mailbox_) {
-    for (const Arrival& a : arrivals) {
-      if (a.entry.type == NeighborEntryType::kData && a.entry.lane_tag >= 0)
-        DrainLane(a.from, a.entry);
-    }
+  for (const Arrival& a : mailbox_.TakeAll()) {
+    if (a.entry.type == NeighborEntryType::kData && a.entry.lane_tag >= 0)
+      DrainLane(a.from, a.entry);
   }
-  mailbox_.clear();
   // The goodbye goes after everything already queued, so a peer that reads it
   // has read all this rank ever sent it; nothing is sent after it.
   for (int peer = 0; peer < size_; ++peer) {

@@ -35,11 +35,7 @@ NeighborExchange::NeighborExchange(Transport& transport, Options options, Engine
       finish_(std::move(finish)) {}
 
 std::string NeighborExchange::Key(const std::string& match_name, int64_t seq) {
-  const std::string number = std::to_string(seq);
-  std::string key;
-  key.reserve(match_name.size() + 1 + number.size());  // one allocation, not three
-  key.append(match_name).append(1, '\x1f').append(number);
-  return key;
+  return StepKey(match_name, seq);
 }
 
 std::string NeighborExchange::Describe(const Call& call) {
@@ -51,7 +47,7 @@ void NeighborExchange::Add(PendingRequest request) {
   call->request = std::move(request);
   const OpRequest& op = call->request.op;
   call->match_name = op.auto_named ? std::string(OpKindName(op.kind)) + ".*" : op.name;
-  call->seq = next_seq_[call->match_name]++;
+  call->seq = call_numbers_[call->match_name]++;
 
   if (!op.local_status.ok() || op.steps == nullptr) {
     call->status =
@@ -71,13 +67,9 @@ void NeighborExchange::Reject(const Call& call, const std::vector<int>& peers,
                               const Status& status) {
   for (const std::string& suffix : StepSuffixes(call.request.op.kind)) {
     const std::string name = call.match_name + suffix;
-    if (!suffix.empty()) next_seq_[name] = std::max(next_seq_[name], call.seq + 1);
+    mailbox_.MarkDone(name, call.seq);
     for (int peer : peers) QueueReject(peer, name, call.seq, status);
-    auto pending = mailbox_.find(Key(name, call.seq));
-    if (pending == mailbox_.end()) continue;
-    std::vector<Arrival> arrivals = std::move(pending->second);
-    mailbox_.erase(pending);
-    for (Arrival& a : arrivals) HandleStale(a.from, a.entry);
+    for (Arrival& a : mailbox_.Take(name, call.seq)) HandleStale(a.from, a.entry);
   }
 }
 
@@ -100,7 +92,6 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
   if (spec.target == StepBuffer::kResult) call->result = pool_.Acquire(spec.target_count * elem);
 
   const std::string match_name = call->match_name + spec.suffix;
-  next_seq_[match_name] = std::max(next_seq_[match_name], call->seq + 1);
   const std::string key = Key(match_name, call->seq);
   Step& step = steps_[key];
   step.call = call;
@@ -174,12 +165,7 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
                                 << step.in.size() << " sources, " << step.out.size()
                                 << " destinations)";
 
-  auto pending = mailbox_.find(key);
-  if (pending != mailbox_.end()) {
-    std::vector<Arrival> arrivals = std::move(pending->second);
-    mailbox_.erase(pending);
-    for (Arrival& a : arrivals) Deliver(step, a.from, a.entry);
-  }
+  for (Arrival& a : mailbox_.Take(match_name, call->seq)) Deliver(step, a.from, a.entry);
   // What a departed peer sent before leaving is in; nothing more will come.
   // (Looked for only once some rank has left: OpenPeers builds a list.)
   if (departed_ || !gone_.empty() || !unreadable_.empty()) {
@@ -416,12 +402,13 @@ void NeighborExchange::Route(int from, NeighborEntry entry,
     if (entry.type == NeighborEntryType::kData && entry.lane_tag >= 0) DrainLane(from, entry);
     return;
   }
-  auto seq = next_seq_.find(entry.name);
-  if (seq != next_seq_.end() && entry.seq < seq->second) {
+  if (mailbox_.Done(entry.name, entry.seq)) {
     HandleStale(from, entry);  // this rank is past that step
     return;
   }
-  mailbox_[key].push_back(Arrival{from, std::move(entry), bytes});
+  const std::string name = entry.name;
+  const int64_t seq = entry.seq;
+  mailbox_.Keep(name, seq, Arrival{from, std::move(entry), bytes});
 }
 
 bool NeighborExchange::TryComplete(const std::string& key) {
@@ -434,6 +421,7 @@ bool NeighborExchange::TryComplete(const std::string& key) {
   timeline_.End(call->request.op.name);
   FLOCK_LOG(kTrace, "neighbor") << "completed '" << step.match_name << "' call " << call->seq
                                 << ": " << (status.ok() ? "ok" : status.ToString());
+  mailbox_.MarkDone(step.match_name, call->seq);
   steps_.erase(it);
   if (call->status.ok() && !status.ok()) call->status = status;
   // Later steps run even after a failure: their peers are waiting for them
@@ -479,6 +467,12 @@ Status NeighborExchange::FinishStep(Step& step) {
 }
 
 void NeighborExchange::FinishCall(Call& call) {
+  // Steps the call did not run (this rank left) are done too: none will run.
+  const auto* steps = call.request.op.steps.get();
+  if (steps != nullptr && call.next_step < steps->size()) {
+    for (const std::string& suffix : StepSuffixes(call.request.op.kind))
+      mailbox_.MarkDone(call.match_name + suffix, call.seq);
+  }
   Status status = call.status;
   if (!status.ok() && status.message().rfind(Describe(call), 0) != 0 &&
       status.message().rfind("rank ", 0) != 0) {

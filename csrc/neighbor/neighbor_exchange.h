@@ -13,7 +13,8 @@
 //             (once a thread waits, or a cycle after the last submission).
 //   inline    a small tensor travels inside the control message; a larger one
 //             in its own data message (a "lane") straight from its buffer.
-//   mailbox   entries that arrived before this rank reached their step.
+//   mailbox   entries that arrived before this rank reached their step, and
+//             the steps this rank is done with (mailbox.h).
 //   resolved  a peer of a step is done with: its data reduced or placed (or
 //             sent and, with the topology check, confirmed), or the pair failed.
 //   goodbye   the last entry a rank that shuts down sends every other rank;
@@ -33,7 +34,7 @@
 //
 // Files: neighbor_exchange.cc (calls, steps, sending, completion),
 // neighbor_delivery.cc (what arrives), neighbor_departure.cc (failed pairs,
-// stalls, shutdown).
+// stalls, shutdown), mailbox.cc (early arrivals, stale check).
 #pragma once
 
 #include <chrono>
@@ -51,6 +52,7 @@
 #include "flock/engine/pending_request.h"
 #include "flock/engine/timeline.h"
 #include "flock/neighbor/exchange_step.h"
+#include "flock/neighbor/mailbox.h"
 #include "flock/neighbor/neighbor_wire.h"
 #include "flock/transport/transport.h"
 
@@ -171,11 +173,6 @@ class NeighborExchange {
     std::string step_key;  // kData: the step and its index in `out`
     int out_index = -1;
   };
-  struct Arrival {
-    int from = 0;
-    NeighborEntry entry;
-    std::shared_ptr<const std::vector<char>> bytes;  // holds inline payloads
-  };
   struct Discard {
     TransferId transfer;
     int peer;
@@ -243,8 +240,8 @@ class NeighborExchange {
   // ends only without transfers, so none here is erased (Abandon clears both).
   std::vector<Step*> moving_;
   std::vector<Step*> polling_;  // ProgressMoving's snapshot of moving_ (empty between passes)
-  std::unordered_map<std::string, int64_t> next_seq_;  // per step match name
-  std::unordered_map<std::string, std::vector<Arrival>> mailbox_;
+  std::unordered_map<std::string, int64_t> call_numbers_;  // next seq per call match name
+  Mailbox mailbox_;
   std::map<int, std::vector<Outbound>> outbox_;
   Clock::time_point first_unsent_, last_unsent_;
   bool urgent_ = false;  // a reject is waiting: flush without waiting for the cycle
