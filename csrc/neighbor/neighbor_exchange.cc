@@ -10,9 +10,6 @@ namespace flock {
 namespace {
 
 constexpr int kControlTag = 1;
-// Lane tags cycle through a range every MPI implementation allows (>= 32767).
-constexpr int kLaneTagBase = 100;
-constexpr int kLaneTagRange = 30000;
 
 // The step suffixes a call of `kind` goes through (a rejected call tells its
 // peers about each, so none of its steps is waited for).
@@ -32,7 +29,8 @@ NeighborExchange::NeighborExchange(Transport& transport, Options options, Engine
       size_(transport.size(CommGroup::kNeighbor)),
       counters_(counters),
       timeline_(timeline),
-      finish_(std::move(finish)) {}
+      finish_(std::move(finish)),
+      outbox_(options_.message_limit_bytes, options_.cycle_time_ms) {}
 
 std::string NeighborExchange::Key(const std::string& match_name, int64_t seq) {
   return StepKey(match_name, seq);
@@ -85,8 +83,7 @@ char* NeighborExchange::Buffer(Call& call, StepBuffer buffer) const {
 
 void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
   const ExchangeStep& spec = (*call->request.op.steps)[call->next_step++];
-  const DataType dtype = call->request.op.tensor.dtype;
-  const size_t elem = DataTypeSize(dtype);
+  const size_t elem = DataTypeSize(call->request.op.tensor.dtype);
   // The slice buffers of a multi-step call, sized by the step that writes them.
   if (spec.target == StepBuffer::kMean) call->mean = pool_.Acquire(spec.target_count * elem);
   if (spec.target == StepBuffer::kResult) call->result = pool_.Acquire(spec.target_count * elem);
@@ -101,12 +98,31 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
   step.target = spec.mode == ExchangeStep::Mode::kGather ? nullptr : Buffer(*call, spec.target);
   timeline_.Begin(call->request.op.name,
                   spec.suffix.empty() ? std::string_view("COMMUNICATE") : spec.suffix);
+  PlaceSelf(step, Buffer(*call, spec.self_from) + spec.self_offset * elem);
+  step.in.reserve(spec.recvs.size());
+  for (const StepRecv& recv : spec.recvs) {
+    Incoming in;
+    in.spec = &recv;
+    step.in.push_back(std::move(in));
+  }
+  QueueSends(step, key);
+  FLOCK_LOG(kTrace, "neighbor") << "started '" << match_name << "' call " << call->seq << " ("
+                                << step.in.size() << " sources, " << step.out.size()
+                                << " destinations)";
+  for (Arrival& a : mailbox_.Take(match_name, call->seq)) Deliver(step, a.from, a.entry);
+  // What a departed peer sent before leaving is in; nothing more will come.
+  // (Looked for only once some rank has left: OpenPeers builds a list.)
+  if (departed_ || !gone_.empty() || !unreadable_.empty()) ResolveLeftPeers(step);
+  TryComplete(key);
+}
 
-  const char* self = Buffer(*call, spec.self_from) + spec.self_offset * elem;
+void NeighborExchange::PlaceSelf(Step& step, const char* self) {
+  const ExchangeStep& spec = *step.spec;
+  const DataType dtype = step.call->request.op.tensor.dtype;
   if (spec.mode == ExchangeStep::Mode::kReduce) {
     // The sum builds up in the target itself unless it needs a wider type or
     // the target is the input (in place), which must stay intact until sent.
-    const char* input = Buffer(*call, StepBuffer::kInput);
+    const char* input = Buffer(*step.call, StepBuffer::kInput);
     if (AccumulatorType(dtype) == dtype && step.target != input) {
       step.acc = step.target;
     } else {
@@ -117,29 +133,35 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
     step.self = self;
     step.self_pending = true;
   } else if (spec.mode == ExchangeStep::Mode::kPlace && spec.self_count > 0) {
+    const size_t elem = DataTypeSize(dtype);
     std::memmove(step.target + spec.self_target_offset * elem, self, spec.self_count * elem);
   }
+}
 
-  step.in.reserve(spec.recvs.size());
+NeighborEntry NeighborExchange::EntryOf(const Step& step, NeighborEntryType type,
+                                        const std::vector<int64_t>& shape) const {
+  NeighborEntry entry;
+  entry.type = type;
+  entry.name = step.match_name;
+  entry.seq = step.call->seq;
+  entry.kind = static_cast<uint8_t>(step.call->request.op.kind);
+  entry.dtype = step.call->request.op.tensor.dtype;
+  entry.shape = shape;
+  return entry;
+}
+
+void NeighborExchange::QueueSends(Step& step, const std::string& key) {
+  const ExchangeStep& spec = *step.spec;
+  const size_t elem = DataTypeSize(step.call->request.op.tensor.dtype);
   step.out.reserve(spec.sends.size());
-  for (const StepRecv& recv : spec.recvs) {
-    Incoming in;
-    in.spec = &recv;
-    step.in.push_back(std::move(in));
-  }
   for (const StepSend& send : spec.sends) {
     Outgoing out;
     out.spec = &send;
-    out.data = Buffer(*call, send.from) + send.offset * elem;
+    out.data = Buffer(*step.call, send.from) + send.offset * elem;
     out.confirmed = !spec.check;
     step.out.push_back(out);
     Outbound ob;
-    ob.entry.type = NeighborEntryType::kData;
-    ob.entry.name = match_name;
-    ob.entry.seq = call->seq;
-    ob.entry.kind = static_cast<uint8_t>(call->request.op.kind);
-    ob.entry.dtype = dtype;
-    ob.entry.shape = send.shape;
+    ob.entry = EntryOf(step, NeighborEntryType::kData, send.shape);
     ob.entry.scale = send.scale;
     ob.entry.check = spec.check;
     ob.entry.payload_bytes = send.count * static_cast<int64_t>(elem);
@@ -149,50 +171,34 @@ void NeighborExchange::StartStep(const std::shared_ptr<Call>& call) {
     ob.out_index = static_cast<int>(step.out.size()) - 1;
     Queue(send.peer, std::move(ob));
   }
-  if (spec.check) {
-    for (const StepRecv& recv : spec.recvs) {
-      Outbound ob;
-      ob.entry.type = NeighborEntryType::kExpect;
-      ob.entry.name = match_name;
-      ob.entry.seq = call->seq;
-      ob.entry.kind = static_cast<uint8_t>(call->request.op.kind);
-      ob.entry.dtype = dtype;
-      ob.entry.shape = recv.shape;
-      Queue(recv.peer, std::move(ob));
-    }
+  if (!spec.check) return;
+  for (const StepRecv& recv : spec.recvs) {  // "I expect your tensor": checked by the sender
+    Outbound ob;
+    ob.entry = EntryOf(step, NeighborEntryType::kExpect, recv.shape);
+    Queue(recv.peer, std::move(ob));
   }
-  FLOCK_LOG(kTrace, "neighbor") << "started '" << match_name << "' call " << call->seq << " ("
-                                << step.in.size() << " sources, " << step.out.size()
-                                << " destinations)";
+}
 
-  for (Arrival& a : mailbox_.Take(match_name, call->seq)) Deliver(step, a.from, a.entry);
-  // What a departed peer sent before leaving is in; nothing more will come.
-  // (Looked for only once some rank has left: OpenPeers builds a list.)
-  if (departed_ || !gone_.empty() || !unreadable_.empty()) {
-    for (int peer : OpenPeers(step)) {
-      if (departed_) {
-        AbandonPair(step, peer,
-                    Status::Aborted("flock was shut down on rank " + std::to_string(rank_)));
-      } else if (gone_.count(peer) > 0) {
-        AbandonPair(step, peer,
-                    Status::Aborted(Describe(*call) + ": rank " + std::to_string(peer) +
-                                    " shut down before this call"));
-      } else if (auto it = unreadable_.find(peer); it != unreadable_.end()) {
-        FailPair(step, peer, Status::Internal(Describe(*call) + ": " + it->second));
-      }
+void NeighborExchange::ResolveLeftPeers(Step& step) {
+  for (int peer : OpenPeers(step)) {
+    if (departed_) {
+      AbandonPair(step, peer,
+                  Status::Aborted("flock was shut down on rank " + std::to_string(rank_)));
+    } else if (gone_.count(peer) > 0) {
+      AbandonPair(step, peer,
+                  Status::Aborted(Describe(*step.call) + ": rank " + std::to_string(peer) +
+                                  " shut down before this call"));
+    } else if (auto it = unreadable_.find(peer); it != unreadable_.end()) {
+      FailPair(step, peer, Status::Internal(Describe(*step.call) + ": " + it->second));
     }
   }
-  TryComplete(key);
 }
 
 void NeighborExchange::Queue(int peer, Outbound outbound) {
   // After this rank's goodbye nothing is sent, and a peer that left reads only ours.
   const bool goodbye = outbound.entry.type == NeighborEntryType::kGoodbye;
   if (departed_ || (gone_.count(peer) > 0 && !goodbye)) return;
-  const auto now = Clock::now();
-  if (outbox_.empty()) first_unsent_ = now;
-  last_unsent_ = now;
-  outbox_[peer].push_back(std::move(outbound));
+  outbox_.Queue(peer, std::move(outbound), Clock::now());
 }
 
 void NeighborExchange::QueueReject(int peer, const std::string& match_name, int64_t seq,
@@ -204,88 +210,57 @@ void NeighborExchange::QueueReject(int peer, const std::string& match_name, int6
   ob.entry.code = status.code();
   ob.entry.message = status.message();
   Queue(peer, std::move(ob));
-  urgent_ = true;
+  outbox_.MarkUrgent();  // the peer waits for it: no cycle's delay
 }
 
 NeighborExchange::Clock::time_point NeighborExchange::flush_deadline() const {
-  const auto cycle = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double, std::milli>(options_.cycle_time_ms));
-  return std::min(last_unsent_ + cycle, first_unsent_ + 10 * cycle);
+  return outbox_.deadline();
+}
+
+bool NeighborExchange::StillToSend(int peer, const Outbound& ob) const {
+  // A peer that left after these were queued gets only our goodbye.
+  if (ob.entry.type == NeighborEntryType::kGoodbye) return true;
+  if (gone_.count(peer) > 0) return false;
+  if (ob.entry.type != NeighborEntryType::kData) return true;
+  // Data for a step that ended, or whose pair already failed, is dropped.
+  auto it = steps_.find(ob.step_key);
+  return it != steps_.end() && !it->second.out[static_cast<size_t>(ob.out_index)].rejected;
 }
 
 bool NeighborExchange::Flush(bool force) {
-  if (outbox_.empty()) return false;
-  if (!force && !urgent_ && Clock::now() < flush_deadline()) return false;
-  urgent_ = false;
-  std::map<int, std::vector<Outbound>> outbox;
-  outbox.swap(outbox_);
-  for (auto& [peer, outbounds] : outbox) {
-    if (gone_.count(peer) > 0) {  // it left after these were queued: only our goodbye goes
-      outbounds.erase(std::remove_if(outbounds.begin(), outbounds.end(),
-                                     [](const Outbound& ob) {
-                                       return ob.entry.type != NeighborEntryType::kGoodbye;
-                                     }),
-                      outbounds.end());
-    }
-    // Drop data for steps that ended or whose pair already failed.
-    std::vector<Outbound> live;
-    live.reserve(outbounds.size());
-    for (Outbound& ob : outbounds) {
-      if (ob.entry.type == NeighborEntryType::kData) {
-        auto it = steps_.find(ob.step_key);
-        if (it == steps_.end() || it->second.out[ob.out_index].rejected) continue;
-        if (ob.entry.lane_tag >= 0) {
-          int64_t& counter = lane_counters_[peer];
-          ob.entry.lane_tag = kLaneTagBase + static_cast<int>(counter++ % kLaneTagRange);
-        }
-      }
-      live.push_back(std::move(ob));
-    }
-    // One message per peer, split only past the inline byte limit.
-    size_t begin = 0;
-    while (begin < live.size()) {
-      std::vector<NeighborEntry> entries;
-      entries.reserve(live.size() - begin);
-      int64_t inline_bytes = 0;
-      size_t end = begin;
-      while (end < live.size()) {
-        const NeighborEntry& e = live[end].entry;
-        const int64_t add =
-            e.type == NeighborEntryType::kData && e.lane_tag < 0 ? e.payload_bytes : 0;
-        if (end > begin && inline_bytes + add > options_.message_limit_bytes) break;
-        inline_bytes += add;
-        entries.push_back(std::move(live[end].entry));  // below, only entries[] is read
-        ++end;
-      }
-      FLOCK_LOG(kTrace, "neighbor") << "sending " << entries.size() << " entries to rank " << peer;
-      Status s = transport_.PostSend(EncodeNeighborMessage(entries), peer, kControlTag,
+  if (!outbox_.Due(force, Clock::now())) return false;
+  auto still_to_send = [this](int peer, const Outbound& ob) { return StillToSend(peer, ob); };
+  for (OutboxMessage& message : outbox_.Take(still_to_send)) Send(message);
+  return true;
+}
+
+void NeighborExchange::Send(OutboxMessage& message) {
+  const int peer = message.peer;
+  FLOCK_LOG(kTrace, "neighbor") << "sending " << message.entries.size() << " entries to rank "
+                                << peer;
+  Status s = transport_.PostSend(EncodeNeighborMessage(message.entries), peer, kControlTag,
+                                 CommGroup::kNeighbor);
+  if (!s.ok()) NoteTransportFailure(s);
+  ++counters_.neighbor_messages;
+  for (size_t i = 0; i < message.entries.size(); ++i) {
+    const NeighborEntry& entry = message.entries[i];
+    if (entry.type != NeighborEntryType::kData) continue;
+    ++counters_.neighbor_entries;
+    counters_.neighbor_bytes += entry.payload_bytes;
+    Step& step = steps_.at(message.sources[i].step_key);
+    Outgoing& out = step.out[static_cast<size_t>(message.sources[i].out_index)];
+    out.flushed = true;
+    if (entry.lane_tag < 0) continue;
+    ++counters_.neighbor_lanes;
+    auto lane = transport_.StartSend(entry.payload, entry.payload_bytes, peer, entry.lane_tag,
                                      CommGroup::kNeighbor);
-      if (!s.ok()) NoteTransportFailure(s);
-      ++counters_.neighbor_messages;
-      for (size_t i = begin; i < end; ++i) {
-        const Outbound& ob = live[i];
-        const NeighborEntry& entry = entries[i - begin];
-        if (entry.type != NeighborEntryType::kData) continue;
-        ++counters_.neighbor_entries;
-        counters_.neighbor_bytes += entry.payload_bytes;
-        Step& step = steps_.at(ob.step_key);
-        Outgoing& out = step.out[ob.out_index];
-        out.flushed = true;
-        if (entry.lane_tag < 0) continue;
-        ++counters_.neighbor_lanes;
-        auto lane = transport_.StartSend(entry.payload, entry.payload_bytes, peer, entry.lane_tag,
-                                         CommGroup::kNeighbor);
-        if (lane.ok()) {
-          out.lane = lane.value();
-          MarkMoving(step);
-        } else {
-          FailPair(step, peer, lane.status());
-        }
-      }
-      begin = end;
+    if (lane.ok()) {
+      out.lane = lane.value();
+      MarkMoving(step);
+    } else {
+      FailPair(step, peer, lane.status());
     }
   }
-  return true;
 }
 
 bool NeighborExchange::Poll() {

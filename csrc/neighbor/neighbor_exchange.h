@@ -10,7 +10,8 @@
 //             (of the op, for unnamed calls), so no agreement is needed.
 //   outbox    entries waiting to go to one peer; all entries for a peer leave
 //             together in one control message when the outbox is flushed
-//             (once a thread waits, or a cycle after the last submission).
+//             (once a thread waits, or a cycle after the last submission;
+//             outbox.h).
 //   inline    a small tensor travels inside the control message; a larger one
 //             in its own data message (a "lane") straight from its buffer.
 //   mailbox   entries that arrived before this rank reached their step, and
@@ -54,6 +55,7 @@
 #include "flock/neighbor/exchange_step.h"
 #include "flock/neighbor/mailbox.h"
 #include "flock/neighbor/neighbor_wire.h"
+#include "flock/neighbor/outbox.h"
 #include "flock/transport/transport.h"
 
 namespace flock {
@@ -168,11 +170,6 @@ class NeighborExchange {
     bool stall_warned = false;
     bool moving = false;  // listed in moving_
   };
-  struct Outbound {
-    NeighborEntry entry;
-    std::string step_key;  // kData: the step and its index in `out`
-    int out_index = -1;
-  };
   struct Discard {
     TransferId transfer;
     int peer;
@@ -183,6 +180,14 @@ class NeighborExchange {
   static std::string Describe(const Call& call);
   void Reject(const Call& call, const std::vector<int>& peers, const Status& status);
   void StartStep(const std::shared_ptr<Call>& call);
+  // kReduce: where the sum builds up, this rank's part pending; kPlace: this rank's slice placed.
+  void PlaceSelf(Step& step, const char* self);
+  NeighborEntry EntryOf(const Step& step, NeighborEntryType type,
+                        const std::vector<int64_t>& shape) const;
+  // The step's data (and, with the check, its expectations) to its peers' outboxes.
+  void QueueSends(Step& step, const std::string& key);
+  // Peers that left (or whose messages cannot be read) before the step started.
+  void ResolveLeftPeers(Step& step);
   char* Buffer(Call& call, StepBuffer buffer) const;
   void Route(int from, NeighborEntry entry, const std::shared_ptr<const std::vector<char>>& bytes);
   void Deliver(Step& step, int from, const NeighborEntry& entry);
@@ -202,6 +207,9 @@ class NeighborExchange {
   void OnGoodbye(int from);
   bool TryCompleteAll();
   void Queue(int peer, Outbound outbound);
+  // Is this queued entry still to be sent (its peer here, its step and pair alive)?
+  bool StillToSend(int peer, const Outbound& outbound) const;
+  void Send(OutboxMessage& message);
   bool on_this_host(int peer) const;
   void QueueReject(int peer, const std::string& match_name, int64_t seq, const Status& status);
   void DrainLane(int from, const NeighborEntry& entry);
@@ -242,10 +250,7 @@ class NeighborExchange {
   std::vector<Step*> polling_;  // ProgressMoving's snapshot of moving_ (empty between passes)
   std::unordered_map<std::string, int64_t> call_numbers_;  // next seq per call match name
   Mailbox mailbox_;
-  std::map<int, std::vector<Outbound>> outbox_;
-  Clock::time_point first_unsent_, last_unsent_;
-  bool urgent_ = false;  // a reject is waiting: flush without waiting for the cycle
-  std::unordered_map<int, int64_t> lane_counters_;
+  Outbox outbox_;
   std::vector<Discard> discards_;
   bool departed_ = false;         // Depart() ran: nothing more is sent
   std::unordered_set<int> gone_;  // ranks whose goodbye arrived
