@@ -121,7 +121,7 @@ void Engine::Run() {
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 #endif
   driver_.lock();  // let go only while the engine thread yields or sleeps (see Idle)
-  last_activity_ = Clock::now();
+  idle_state_.last_activity = Clock::now();
   while (!finished_) Idle(Step());
   // Every rank has shut down; the neighbour goodbyes and the last transfers
   // may still be on their way (another communicator than the final response).

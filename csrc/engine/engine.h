@@ -50,6 +50,7 @@
 #include "flock/engine/coordinator.h"
 #include "flock/engine/counters.h"
 #include "flock/engine/handle_table.h"
+#include "flock/engine/idle_policy.h"
 #include "flock/engine/pending_request.h"
 #include "flock/engine/timeline.h"
 #include "flock/neighbor/neighbor_exchange.h"
@@ -116,19 +117,6 @@ class Engine {
   static constexpr int kReadyTag = 1;     // announcements to rank 0
   static constexpr int kResponseTag = 2;  // rank 0's answers
   static constexpr int kShutdownTag = 3;  // a rank's shutdown, to rank 0
-  // What the loop does after a Step: run again, yield the core, or sleep.
-  enum class IdleKind { kRun, kYield, kSleep };
-  struct IdlePlan {
-    IdleKind kind = IdleKind::kRun;
-    Clock::time_point until;  // kSleep
-    bool gathering = false;   // kSleep through a fusion window (see gathering_)
-
-    static IdlePlan Run() { return {}; }
-    static IdlePlan Yield() { return {IdleKind::kYield, {}, false}; }
-    static IdlePlan Sleep(Clock::time_point until, bool gathering = false) {
-      return {IdleKind::kSleep, until, gathering};
-    }
-  };
   IdlePlan PlanIdle(bool did_work);
   void Idle(bool did_work);
   // The engine thread takes the loop back once no caller drives it.
@@ -189,8 +177,7 @@ class Engine {
   bool finished_ = false;
   std::string shutting_down_reason_;
   std::vector<char> fusion_buffer_;
-  double idle_sleep_us_ = 0;
-  Clock::time_point last_activity_;
+  IdleState idle_state_;  // the idle policy's memory (last activity, network back-off)
   Clock::time_point last_stall_check_;
   Clock::time_point last_heard_from_coordinator_;  // ranks > 0: rank 0's last message
   bool coordinator_lost_ = false;                  // rank 0 stopped answering: shut down without it

@@ -1,7 +1,7 @@
 // Who runs the engine's loop and when it pauses: a waiting caller driving it
-// (Wait, TryDrive), and the decision after each Step to run on, yield or sleep
-// (PlanIdle, Idle). See "Who runs the loop" and "Spinning only for a waiter"
-// in engine.h.
+// (Wait, TryDrive), and acting on the decision after each Step to run on,
+// yield or sleep (PlanIdle gathers its inputs; idle_policy.cc decides). See "Who runs the loop" and
+// "Spinning only for a waiter" in engine.h.
 #include <algorithm>
 #include <thread>
 
@@ -10,19 +10,6 @@
 namespace flock {
 namespace {
 
-constexpr double kMinSleepUs = 10;
-constexpr double kMaxSleepUs = 1000;
-// While awaiting, each sleep lasts this fraction of the time already waited: a
-// message arriving after W is seen by about W * 1.125, while a long wait still
-// polls only every kMaxSleepUs. (Doubling sleeps could see it only at 2 W.)
-constexpr double kSleepFractionOfWait = 0.125;
-// Longest pause between polls while bytes cross a network: short enough that
-// the socket buffers never run dry (at 10 Gbit/s, 100 us is 125 KB).
-constexpr double kMaxNetworkPollSleepUs = 100;
-// How long after the last activity the loop keeps polling without sleeping
-// while a response is due and someone on this rank waits for it (or, on the
-// coordinator, other ranks' announcements are pending).
-constexpr auto kSpinWindow = std::chrono::microseconds(200);
 // How long a waiting caller runs the engine's loop itself (see TryDrive)
 // before it leaves the rest to the engine thread and sleeps: the wake-ups it
 // saves matter for short ops, not against a millisecond of transfer.
@@ -35,10 +22,6 @@ constexpr auto kMaxDrive = std::chrono::milliseconds(1);
 constexpr auto kMaxDriveOnSharedCores = std::chrono::milliseconds(100);
 // How often an engine with nothing in flight looks for neighbours' messages.
 constexpr auto kIdlePollInterval = std::chrono::milliseconds(10);
-
-std::chrono::nanoseconds Microseconds(double us) {
-  return std::chrono::nanoseconds(static_cast<int64_t>(us * 1000));
-}
 
 }  // namespace
 
@@ -97,73 +80,38 @@ void Engine::TryDrive(HandleId id) {
   if (wake_engine || user_signal_.load(std::memory_order_seq_cst)) wake_.Unpark();
 }
 
-Engine::IdlePlan Engine::PlanIdle(bool did_work) {
-  const auto now = Clock::now();
-  if (did_work || (finished_ && neighbor_->done())) {
-    idle_sleep_us_ = 0;
-    last_activity_ = now;
-    return IdlePlan::Run();
-  }
-  // The loop spins only for a thread of this rank that waits (a driving
-  // caller, or one blocked on a result: any, cheaper to ask than to track, and
-  // a thread that waits is not computing). Otherwise its user threads compute,
-  // and a spinning loop would take their core.
-  const bool someone_waits =
+IdlePlan Engine::PlanIdle(bool did_work) {
+  IdleView v;
+  v.now = Clock::now();
+  v.did_work = did_work;
+  v.all_done = finished_ && neighbor_->done();
+  // Any thread blocked on a result: cheaper to ask than to track, and a
+  // thread that waits is not computing.
+  v.someone_waits =
       active_drivers_.load(std::memory_order_relaxed) > 0 || handles_.has_blocked_waiter();
+  v.user_signal = user_signal_.load(std::memory_order_acquire);
   const NeighborExchange::Transfers transfers = neighbor_->transfers();
-  if (transfers.any && someone_waits) {
-    // Lanes move only while MPI is polled: large shared-memory messages go
-    // fragment by fragment, and the TCP transport pushes and acknowledges
-    // fragments only inside MPI calls. Poll as a blocking MPI call would.
-    return IdlePlan::Yield();
-  }
-  if (user_signal_.load(std::memory_order_acquire)) return IdlePlan::Run();
-  if (transfers.on_this_host) {
-    // Nobody waits: a short pause still keeps shared-memory lanes moving.
-    return IdlePlan::Sleep(now + Microseconds(kMinSleepUs));
-  }
-  if (transfers.any) {
-    // Only lanes to other hosts, nobody waiting: bytes arrive at link speed,
-    // the kernel's socket buffers keep them moving between polls, and spinning
-    // through a whole transfer would take a core from training.
-    idle_sleep_us_ = std::clamp(idle_sleep_us_ * 2, kMinSleepUs, kMaxNetworkPollSleepUs);
-    return IdlePlan::Sleep(now + Microseconds(idle_sleep_us_));
-  }
-  // Requests still in the fusion window are not awaited: nothing about them is
-  // on its way, and spinning would take the core their submitter needs. (A
-  // blocked thread has flushed the window; neighbor calls then count again.)
-  // The coordinator spins for the other ranks' waiting threads too.
-  const bool coordinating = coordinator_ && coordinator_->pending_names() > 0;
-  const bool awaiting = pending_.size() > unsent_.size() ||
-                        (neighbor_->busy() && (!neighbor_->has_unsent() || someone_waits)) ||
-                        coordinating;
-  if (size_ > 1 && awaiting && (someone_waits || coordinating) &&
-      now - last_activity_ < kSpinWindow) {
-    // A response (or a peer's announcement) is due within microseconds on a
-    // shared-memory job: yielding beats any sleep, whose wake-up alone costs
-    // tens of microseconds.
-    return IdlePlan::Yield();
-  }
+  v.lanes_in_flight = transfers.any;
+  v.lanes_on_this_host = transfers.on_this_host;
+  v.size = size_;
+  v.rank = rank_;
+  v.awaiting_response = pending_.size() > unsent_.size();
+  v.neighbor_busy = neighbor_->busy();
+  v.neighbor_unsent = neighbor_->has_unsent();
+  v.coordinating = coordinator_ && coordinator_->pending_names() > 0;
+  v.requests_pending = !pending_.empty();
+  v.shutdown_announced = shutdown_announced_;
+  v.unsent = !unsent_.empty();
+  if (v.unsent) v.announce_deadline = AnnounceDeadline();
+  if (v.neighbor_unsent) v.neighbor_flush_deadline = neighbor_->flush_deadline();
+  IdlePlan plan = flock::PlanIdle(v, idle_state_);
   // A request, a wait or a stop since the last Step: no sleep. One arriving
   // after this check leaves the parker a wake-up — except a global op joining
-  // the window below (which waits for the window's end or a wait by design)
+  // a fusion window (which waits for the window's end or a wait by design)
   // and a blocking call's submission (its own wait drives or wakes the loop).
-  if (user_signal_.load(std::memory_order_seq_cst)) return IdlePlan::Run();
-  const bool must_poll =
-      size_ > 1 && (rank_ == 0 || !pending_.empty() || neighbor_->busy() || shutdown_announced_);
-  if (!unsent_.empty() || neighbor_->has_unsent()) {
-    // Fusion window: sleep until it ends or a thread starts waiting.
-    auto deadline = Clock::time_point::max();
-    if (!unsent_.empty()) deadline = AnnounceDeadline();
-    if (neighbor_->has_unsent()) deadline = std::min(deadline, neighbor_->flush_deadline());
-    return IdlePlan::Sleep(deadline, /*gathering=*/true);
-  }
-  // Nothing in flight. Still look for neighbours' messages now and then: a
-  // rank whose call ended must answer a late topology-check notice.
-  if (!must_poll) return IdlePlan::Sleep(now + kIdlePollInterval);
-  const double waited_us = std::chrono::duration<double, std::micro>(now - last_activity_).count();
-  return IdlePlan::Sleep(
-      now + Microseconds(std::clamp(waited_us * kSleepFractionOfWait, kMinSleepUs, kMaxSleepUs)));
+  if (plan.kind == IdleKind::kSleep && user_signal_.load(std::memory_order_seq_cst))
+    return IdlePlan::Run();
+  return plan;
 }
 
 void Engine::Idle(bool did_work) {
