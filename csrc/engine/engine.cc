@@ -46,9 +46,7 @@ Engine::Engine(Transport& transport, const Config& config)
 }
 
 void Engine::RequestFlush() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  flush_requested_ = true;
-  user_signal_.store(true, std::memory_order_seq_cst);
+  requests_.RequestFlush();
 }
 
 Engine::~Engine() {
@@ -67,11 +65,7 @@ Status Engine::Start() {
 }
 
 void Engine::Shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_requested_ = true;
-    user_signal_.store(true, std::memory_order_release);
-  }
+  requests_.RequestStop();
   wake_.Unpark();
   if (thread_.joinable()) thread_.join();
   timeline_.Stop();
@@ -87,30 +81,20 @@ Result<HandleId> Engine::Submit(OpRequest op, TensorView output, std::shared_ptr
   // wake-ups per burst. A rejected neighbor call wakes it: its peers are told
   // at once (an urgent flush), not at the window's end.
   const bool may_join_window = !IsNeighborOp(op.kind) || op.local_status.ok();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!accepting_) return Status::Aborted(refusal_);
-    if (!names_in_flight_.insert(op.name).second) {
-      return Status::InvalidArgument(std::string(OpKindName(op.kind)) + " '" + op.name +
-                                     "': a request with this name is still in flight on this "
-                                     "rank; synchronize it first or use another name");
-    }
-    PendingRequest request;
-    request.handle = handles_.Create(std::move(keep_alive));
+  // Push reads the name only before it calls the lambda, which moves `op`.
+  Status queued = requests_.Push(op.name, OpKindName(op.kind), [&](PendingRequest& request) {
+    request.handle = handle = handles_.Create(std::move(keep_alive));
     request.op = std::move(op);
     request.output = output;
     request.submitted = Clock::now();
-    handle = request.handle;
-    queue_.push_back(std::move(request));
-    ++counters_.requests;
-    user_signal_.store(true, std::memory_order_seq_cst);  // see gathering_
-  }
+  });
+  if (!queued.ok()) return queued;
+  ++counters_.requests;
   // The caller's Wait drives the engine or wakes it (see TryDrive).
   if (wait_follows) return handle;
-  // After unlocking: a woken engine would otherwise block on mutex_ at once,
+  // After the queue's lock is let go: a woken engine would otherwise block on it at once,
   // and its wake-up would cost a second futex call.
-  if (!(may_join_window && gathering_.load(std::memory_order_seq_cst)) && wake_.Unpark())
-    ++counters_.submit_wakeups;
+  if (!(may_join_window && requests_.gathering()) && wake_.Unpark()) ++counters_.submit_wakeups;
   return handle;
 }
 
@@ -171,17 +155,11 @@ bool Engine::Step() {
 
 bool Engine::DrainQueue() {
   // Nothing new from user threads: skip the lock they take to submit.
-  if (!user_signal_.load(std::memory_order_seq_cst)) return false;  // see gathering_
-  std::vector<PendingRequest>& arrived = drained_;
-  bool stop = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    user_signal_.store(false, std::memory_order_relaxed);
-    arrived.swap(queue_);
-    stop = stop_requested_;
-    flush_now_ = flush_now_ || flush_requested_ || stop_requested_;
-    flush_requested_ = false;
-  }
+  if (!requests_.signaled()) return false;  // see RequestQueue's gathering
+  RequestQueue::Intake intake = requests_.Drain();
+  std::vector<PendingRequest>& arrived = intake.requests;
+  const bool stop = intake.stop;
+  flush_now_ = flush_now_ || intake.flush;
   for (PendingRequest& request : arrived) {
     const std::string& name = request.op.name;
     timeline_.Begin(name, OpKindName(request.op.kind), request.submitted);
@@ -354,13 +332,10 @@ void Engine::Handle(const std::vector<Response>& responses) {
         shutting_down_reason_ = response.error;
         FailAllPending(response.error);
         break;
-      case ResponseType::kFinal: {
-        std::lock_guard<std::mutex> lock(mutex_);
-        accepting_ = false;
-        refusal_ = "flock has been shut down";
+      case ResponseType::kFinal:
+        requests_.StopAccepting("flock has been shut down");
         finished_ = true;
         break;
-      }
     }
   }
 }
@@ -369,10 +344,7 @@ void Engine::Finish(PendingRequest& request, Status status,
                     std::shared_ptr<GatheredTensor> gathered) {
   if (!status.ok()) ++counters_.errors;
   timeline_.End(request.op.name);  // the op's span
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    names_in_flight_.erase(request.op.name);
-  }
+  requests_.Release(request.op.name);
   handles_.Complete(request.handle, std::move(status), std::move(gathered));
 }
 
@@ -384,10 +356,7 @@ void Engine::FinishBatch(const std::vector<PendingRequest*>& batch, const Status
     timeline_.End(r->op.name);
     ids.push_back(r->handle);
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (PendingRequest* r : batch) names_in_flight_.erase(r->op.name);
-  }
+  requests_.ReleaseAll(batch);
   handles_.CompleteAll(ids, status);
 }
 

@@ -52,6 +52,7 @@
 #include "flock/engine/handle_table.h"
 #include "flock/engine/idle_policy.h"
 #include "flock/engine/pending_request.h"
+#include "flock/engine/request_queue.h"
 #include "flock/engine/timeline.h"
 #include "flock/neighbor/neighbor_exchange.h"
 #include "flock/ops/op_signature.h"
@@ -136,26 +137,9 @@ class Engine {
   EngineCounters counters_;
   std::thread thread_;
 
-  // Shared with user threads, under mutex_.
-  std::mutex mutex_;
-  Parker wake_;  // user threads wake the engine's Idle sleep
-  std::vector<PendingRequest> queue_;
-  // What DrainQueue took from queue_, emptied after each drain: swapping the
-  // two keeps both capacities, so a burst of submissions does not regrow (and
-  // move) the queue every time. Only the thread running the loop touches it.
-  std::vector<PendingRequest> drained_;
-  std::unordered_set<std::string> names_in_flight_;
-  bool stop_requested_ = false;
-  bool flush_requested_ = false;
-  bool accepting_ = true;
-  std::string refusal_;  // why Submit is refused once the engine stopped accepting
-  // Set (under mutex_) whenever queue_, stop_requested_ or flush_requested_
-  // change, so the polling loop looks at them without taking the lock.
-  std::atomic<bool> user_signal_{false};
-  // The engine sleeps through a fusion window: an op submitted meanwhile
-  // joins it without waking the engine (a wait or the window's end does), so a
-  // burst of nonblocking calls costs no wake-up per call.
-  std::atomic<bool> gathering_{false};
+  // Shared with user threads.
+  Parker wake_;            // user threads wake the engine's Idle sleep
+  RequestQueue requests_;  // their requests, flushes and stop
 
   // Held by whichever thread runs the loop: the engine thread, except while it
   // yields or sleeps, when a waiting caller may drive instead (TryDrive).

@@ -77,7 +77,7 @@ void Engine::TryDrive(HandleId id) {
   // A submission, a wait or a stop since this driver's last Step woke an
   // engine thread that went back to sleep because a driver was active: wake
   // it again (seq_cst with its check of active_drivers_).
-  if (wake_engine || user_signal_.load(std::memory_order_seq_cst)) wake_.Unpark();
+  if (wake_engine || requests_.signaled()) wake_.Unpark();
 }
 
 IdlePlan Engine::PlanIdle(bool did_work) {
@@ -89,7 +89,7 @@ IdlePlan Engine::PlanIdle(bool did_work) {
   // thread that waits is not computing.
   v.someone_waits =
       active_drivers_.load(std::memory_order_relaxed) > 0 || handles_.has_blocked_waiter();
-  v.user_signal = user_signal_.load(std::memory_order_acquire);
+  v.user_signal = requests_.signaled(std::memory_order_acquire);
   const NeighborExchange::Transfers transfers = neighbor_->transfers();
   v.lanes_in_flight = transfers.any;
   v.lanes_on_this_host = transfers.on_this_host;
@@ -109,8 +109,7 @@ IdlePlan Engine::PlanIdle(bool did_work) {
   // after this check leaves the parker a wake-up — except a global op joining
   // a fusion window (which waits for the window's end or a wait by design)
   // and a blocking call's submission (its own wait drives or wakes the loop).
-  if (plan.kind == IdleKind::kSleep && user_signal_.load(std::memory_order_seq_cst))
-    return IdlePlan::Run();
+  if (plan.kind == IdleKind::kSleep && requests_.signaled()) return IdlePlan::Run();
   return plan;
 }
 
@@ -132,13 +131,11 @@ void Engine::Idle(bool did_work) {
   if (plan.kind == IdleKind::kYield) {
     std::this_thread::yield();
   } else if (plan.gathering) {
-    // A submission that still saw gathering_ false has left a wake-up.
-    // Sequentially consistent with user_signal_: a submitter that still sees
-    // gathering_ set must not race with an engine that cleared it and then
-    // misses the submitter's user_signal_ (a Dekker pair).
-    gathering_.store(true, std::memory_order_seq_cst);
+    // A submission that still saw `gathering` false has left a wake-up (see
+    // RequestQueue: the flag and the signal are a Dekker pair).
+    requests_.SetGathering(true);
     wake_.ParkUntil(plan.until);
-    gathering_.store(false, std::memory_order_seq_cst);
+    requests_.SetGathering(false);
   } else {
     wake_.ParkUntil(plan.until);
   }
