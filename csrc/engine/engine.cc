@@ -23,7 +23,8 @@ Engine::Engine(Transport& transport, const Config& config)
       config_(config),
       rank_(transport.rank(CommGroup::kControl)),
       size_(transport.size(CommGroup::kControl)),
-      shares_cores_(transport.shares_cores()) {
+      shares_cores_(transport.shares_cores()),
+      negotiator_(config.cycle_time_ms) {
   if (rank_ == 0)
     coordinator_ = std::make_unique<Coordinator>(size_, config.fusion_threshold_bytes,
                                                  static_cast<size_t>(config.cache_capacity));
@@ -176,17 +177,7 @@ bool Engine::DrainQueue() {
       continue;
     }
     timeline_.Begin(name, "NEGOTIATING");
-    ReadyEntry entry{name, -1, MakeSignature(request.op)};
-    if (request.op.auto_named)
-      entry.cache_id = kDoNotCache;
-    else if (request.op.kind != OpKind::kAllgather)
-      entry.cache_id = cache_.Lookup(name, entry.signature);
-    // Submission times: a request that joined a window while the engine slept
-    // extends it from when it came, not from when the engine woke.
-    if (unsent_.empty()) first_unsent_ = request.submitted;
-    last_unsent_ = std::max(last_unsent_, request.submitted);
-    unsent_.push_back(std::move(entry));
-    pending_.emplace(name, std::move(request));
+    negotiator_.Add(std::move(request));
   }
   const bool got_requests = !arrived.empty();
   arrived.clear();  // moved-from requests; the capacity stays for the next drain
@@ -210,27 +201,27 @@ bool Engine::DrainQueue() {
 }
 
 bool Engine::SendReady() {
-  if (unsent_.empty()) {
+  if (!negotiator_.has_unsent()) {
     flush_now_ = false;
     return false;
   }
   // flush_now_ was read together with the queue swap, so everything submitted
-  // before a thread started waiting is in unsent_ and goes out in this one message.
-  if (!flush_now_ && Clock::now() < AnnounceDeadline()) return false;  // gather more for fusion
+  // before a thread started waiting goes out in this one message.
+  if (!negotiator_.AnnounceDue(flush_now_, Clock::now())) return false;  // gather more for fusion
   flush_now_ = false;
+  const std::vector<ReadyEntry> entries = negotiator_.TakeAnnouncement();
   ++counters_.ready_messages;
-  counters_.ready_entries += static_cast<int64_t>(unsent_.size());
-  for (const ReadyEntry& e : unsent_) counters_.cache_hits += e.cache_id >= 0 ? 1 : 0;
+  counters_.ready_entries += static_cast<int64_t>(entries.size());
+  for (const ReadyEntry& e : entries) counters_.cache_hits += e.cache_id >= 0 ? 1 : 0;
   if (rank_ == 0) {
-    Status s = coordinator_->AddReady(0, unsent_, Clock::now());
+    Status s = coordinator_->AddReady(0, entries, Clock::now());
     if (!s.ok()) coordinator_->Break("rank 0 refused its own announcement: " + s.message());
   } else {
-    std::vector<char> bytes = EncodeReady(unsent_);
+    std::vector<char> bytes = EncodeReady(entries);
     counters_.control_bytes += static_cast<int64_t>(bytes.size());
     Status s = transport_.PostSend(std::move(bytes), 0, kReadyTag, CommGroup::kControl);
     if (!s.ok()) FailTransport(s, "announcing requests to rank 0");
   }
-  unsent_.clear();
   return true;
 }
 
@@ -316,16 +307,16 @@ void Engine::Handle(const std::vector<Response>& responses) {
       case ResponseType::kExecute: Execute(response); break;
       case ResponseType::kError:
         for (const std::string& name : response.names) {
-          auto it = pending_.find(name);
-          if (it == pending_.end()) continue;  // this rank never submitted it (stall, shutdown)
+          PendingRequest* request = negotiator_.Find(name);
+          if (request == nullptr) continue;  // this rank never submitted it (stall, shutdown)
           // A rank that rejected its own input reports its own reason.
-          const Status& local = it->second.op.local_status;
+          const Status& local = request->op.local_status;
           Status status = local.ok()
                               ? Status(response.code, response.error)
-                              : Status(local.code(), std::string(OpKindName(it->second.op.kind)) +
+                              : Status(local.code(), std::string(OpKindName(request->op.kind)) +
                                                          " '" + name + "': " + local.message());
-          Finish(it->second, std::move(status), nullptr);
-          pending_.erase(it);
+          Finish(*request, std::move(status), nullptr);
+          negotiator_.Erase(name);
         }
         break;
       case ResponseType::kShuttingDown:
@@ -365,17 +356,7 @@ void Engine::FailAllPending(const std::string& reason) {
 }
 
 void Engine::FailAllPending(const Status& status) {
-  for (auto& [name, request] : pending_) Finish(request, status, nullptr);
-  pending_.clear();
-  unsent_.clear();
-}
-
-Clock::time_point Engine::AnnounceDeadline() const {
-  // A burst of submissions stays in one announcement: the window closes one
-  // cycle after the latest arrival, and at most ten cycles after the first.
-  const auto cycle = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
-  return std::min(last_unsent_ + cycle, first_unsent_ + 10 * cycle);
+  negotiator_.TakeAll([&](PendingRequest& request) { Finish(request, status, nullptr); });
 }
 
 }  // namespace flock

@@ -51,6 +51,7 @@
 #include "flock/engine/counters.h"
 #include "flock/engine/handle_table.h"
 #include "flock/engine/idle_policy.h"
+#include "flock/engine/negotiator.h"
 #include "flock/engine/pending_request.h"
 #include "flock/engine/request_queue.h"
 #include "flock/engine/timeline.h"
@@ -125,7 +126,6 @@ class Engine {
   void TryDrive(HandleId id);
   // A thread waits: flush the fusion windows at the next Step.
   void RequestFlush();
-  Clock::time_point AnnounceDeadline() const;
 
   Transport& transport_;
   const Config config_;
@@ -148,12 +148,8 @@ class Engine {
   std::atomic<int> active_drivers_{0};  // a caller drives: the engine thread stays asleep
 
   // The driver's (the engine thread's, or a driving caller's).
-  std::unordered_map<std::string, PendingRequest> pending_;
-  std::vector<ReadyEntry> unsent_;
-  bool flush_now_ = false;          // a thread waits: announce unsent_ without waiting for more
-  Clock::time_point first_unsent_;  // arrival of the oldest / newest unannounced request
-  Clock::time_point last_unsent_;
-  ResponseCache cache_;
+  Negotiator negotiator_;   // global requests: the fusion window, then pending an answer
+  bool flush_now_ = false;  // a thread waits: announce without waiting for more
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<NeighborExchange> neighbor_;  // neighbor ops: no coordinator
   Clock::time_point last_neighbor_stall_check_;

@@ -58,12 +58,10 @@ void Engine::CheckStalls() {
 // rank (the coordinator's state is unknown); neighbor ops go on.
 void Engine::CheckCoordinatorSilence(Clock::time_point now) {
   const double limit = config_.stall_shutdown_s;
-  if (limit <= 0 || pending_.empty() || !shutting_down_reason_.empty()) return;
+  if (limit <= 0 || negotiator_.empty() || !shutting_down_reason_.empty()) return;
   const double silent = SecondsSince(last_heard_from_coordinator_, now);
   if (silent < limit + kCoordinatorGraceS) return;
-  Clock::time_point oldest = now;
-  for (const auto& [name, request] : pending_) oldest = std::min(oldest, request.submitted);
-  if (SecondsSince(oldest, now) < limit + kCoordinatorGraceS) return;
+  if (SecondsSince(negotiator_.oldest_submission(now), now) < limit + kCoordinatorGraceS) return;
   shutting_down_reason_ = "no answer from rank 0, which coordinates global ops, for " +
                           std::to_string(static_cast<int>(silent)) +
                           " s (FLOCK_STALL_SHUTDOWN_S): it is stopped, hung or gone; global ops "

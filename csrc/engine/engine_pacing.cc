@@ -67,8 +67,9 @@ void Engine::TryDrive(HandleId id) {
   // over, or leaves work in flight (a blocking call usually leaves none; what
   // other ranks announce later reaches the coordinator with this rank's own
   // announcement, which wakes it).
-  const bool wake_engine = !done || !pending_.empty() || !unsent_.empty() || neighbor_->busy() ||
-                           neighbor_->has_unsent() || (shutdown_announced_ && !finished_);
+  const bool wake_engine = !done || !negotiator_.empty() || negotiator_.has_unsent() ||
+                           neighbor_->busy() || neighbor_->has_unsent() ||
+                           (shutdown_announced_ && !finished_);
   driving.unlock();
   handles_.WakeHeld();
   // Counted down after unlocking: the engine thread, asleep until it sees no
@@ -95,14 +96,14 @@ IdlePlan Engine::PlanIdle(bool did_work) {
   v.lanes_on_this_host = transfers.on_this_host;
   v.size = size_;
   v.rank = rank_;
-  v.awaiting_response = pending_.size() > unsent_.size();
+  v.awaiting_response = negotiator_.awaiting_response();
   v.neighbor_busy = neighbor_->busy();
   v.neighbor_unsent = neighbor_->has_unsent();
   v.coordinating = coordinator_ && coordinator_->pending_names() > 0;
-  v.requests_pending = !pending_.empty();
+  v.requests_pending = !negotiator_.empty();
   v.shutdown_announced = shutdown_announced_;
-  v.unsent = !unsent_.empty();
-  if (v.unsent) v.announce_deadline = AnnounceDeadline();
+  v.unsent = negotiator_.has_unsent();
+  if (v.unsent) v.announce_deadline = negotiator_.announce_deadline();
   if (v.neighbor_unsent) v.neighbor_flush_deadline = neighbor_->flush_deadline();
   IdlePlan plan = flock::PlanIdle(v, idle_state_);
   // A request, a wait or a stop since the last Step: no sleep. One arriving

@@ -97,8 +97,8 @@ Result<std::shared_ptr<GatheredTensor>> Allgather(Transport& t, Timeline& timeli
 void Engine::Execute(const Response& response) {
   std::vector<PendingRequest*> batch;
   for (const std::string& name : response.names) {
-    auto it = pending_.find(name);
-    if (it == pending_.end()) {  // the others would wait in the collective for this rank
+    PendingRequest* request = negotiator_.Find(name);
+    if (request == nullptr) {  // the others would wait in the collective for this rank
       EndJob(Status::Internal("rank 0 scheduled '" + name + "', which rank " +
                               std::to_string(rank_) +
                               " has not submitted (or gave up on); "
@@ -106,7 +106,7 @@ void Engine::Execute(const Response& response) {
       return;
     }
     timeline_.End(name);  // NEGOTIATING
-    batch.push_back(&it->second);
+    batch.push_back(request);
   }
   ++counters_.batches;
   if (batch.size() > 1) {
@@ -147,8 +147,9 @@ void Engine::Execute(const Response& response) {
       break;
   }
   for (size_t i = 0; i < batch.size() && i < response.cache_ids.size(); ++i)
-    (void)cache_.Store(response.cache_ids[i], batch[i]->op.name, MakeSignature(batch[i]->op));
-  counters_.cached_names = static_cast<int64_t>(cache_.size());
+    (void)negotiator_.cache().Store(response.cache_ids[i], batch[i]->op.name,
+                                    MakeSignature(batch[i]->op));
+  counters_.cached_names = static_cast<int64_t>(negotiator_.cache().size());
   if (gathered != nullptr) {
     Finish(first, status, std::move(gathered));  // allgather: never fused
   } else {
@@ -156,7 +157,7 @@ void Engine::Execute(const Response& response) {
   }
   for (PendingRequest* r : batch) {
     const std::string name = r->op.name;
-    pending_.erase(name);  // invalidates r
+    negotiator_.Erase(name);  // invalidates r
   }
 }
 

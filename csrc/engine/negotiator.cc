@@ -1,0 +1,57 @@
+#include "flock/engine/negotiator.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace flock {
+
+Negotiator::Negotiator(double cycle_time_ms)
+    : cycle_(std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double, std::milli>(cycle_time_ms))) {}
+
+void Negotiator::Add(PendingRequest request) {
+  const std::string& name = request.op.name;
+  ReadyEntry entry{name, -1, MakeSignature(request.op)};
+  if (request.op.auto_named)
+    entry.cache_id = kDoNotCache;
+  else if (request.op.kind != OpKind::kAllgather)  // its first dims differ from call to call
+    entry.cache_id = cache_.Lookup(name, entry.signature);
+  // Submission times: a request that joined a window while the engine slept
+  // extends it from when it came, not from when the engine woke.
+  if (unsent_.empty()) first_unsent_ = request.submitted;
+  last_unsent_ = std::max(last_unsent_, request.submitted);
+  unsent_.push_back(std::move(entry));
+  std::string key = name;
+  pending_.emplace(std::move(key), std::move(request));
+}
+
+Negotiator::Clock::time_point Negotiator::announce_deadline() const {
+  return std::min(last_unsent_ + cycle_, first_unsent_ + 10 * cycle_);
+}
+
+bool Negotiator::AnnounceDue(bool flush, Clock::time_point now) const {
+  return !unsent_.empty() && (flush || now >= announce_deadline());
+}
+
+std::vector<ReadyEntry> Negotiator::TakeAnnouncement() {
+  std::vector<ReadyEntry> entries;
+  entries.swap(unsent_);
+  return entries;
+}
+
+PendingRequest* Negotiator::Find(const std::string& name) {
+  auto it = pending_.find(name);
+  return it == pending_.end() ? nullptr : &it->second;
+}
+
+void Negotiator::Erase(const std::string& name) {
+  pending_.erase(name);
+}
+
+Negotiator::Clock::time_point Negotiator::oldest_submission(Clock::time_point now) const {
+  Clock::time_point oldest = now;
+  for (const auto& [name, request] : pending_) oldest = std::min(oldest, request.submitted);
+  return oldest;
+}
+
+}  // namespace flock
