@@ -25,9 +25,13 @@ Engine::Engine(Transport& transport, const Config& config)
       size_(transport.size(CommGroup::kControl)),
       shares_cores_(transport.shares_cores()),
       negotiator_(config.cycle_time_ms) {
-  if (rank_ == 0)
+  if (rank_ == 0) {
     coordinator_ = std::make_unique<Coordinator>(size_, config.fusion_threshold_bytes,
                                                  static_cast<size_t>(config.cache_capacity));
+    coordinator_service_ = std::make_unique<CoordinatorService>(
+        transport, *coordinator_, counters_,
+        [this](const Status& status, const std::string& doing) { FailTransport(status, doing); });
+  }
   NeighborExchange::Options neighbor_options;
   neighbor_options.inline_limit_bytes = config.neighbor_inline_bytes;
   neighbor_options.message_limit_bytes = config.fusion_threshold_bytes;
@@ -226,52 +230,11 @@ bool Engine::SendReady() {
 }
 
 bool Engine::PollControl() {
-  return rank_ == 0 ? PollAnnouncements() : PollResponses();
-}
-
-// Rank 0: the other ranks' announcements, shutdowns and failure reports, then
-// the coordinator's answers to every rank.
-bool Engine::PollAnnouncements() {
-  bool did_work = false;
-  int from = 0;
-  std::vector<char> bytes;
-  for (const int tag : {kReadyTag, kShutdownTag}) {
-    while (true) {
-      auto got = transport_.TryReceive(-1, tag, CommGroup::kControl, &from, &bytes);
-      if (!got.ok()) {
-        FailTransport(got.status(), "receiving control messages");
-        return true;
-      }
-      if (!got.value()) break;
-      did_work = true;
-      TakeControlMessage(tag, from, bytes);
-    }
-  }
-  std::vector<Response> responses = coordinator_->TakeResponses();
-  if (responses.empty()) return did_work;
-  std::vector<char> encoded = EncodeResponses(responses);
-  for (int r = 1; r < size_; ++r) {
-    counters_.control_bytes += static_cast<int64_t>(encoded.size());
-    Status s = transport_.PostSend(encoded, r, kResponseTag, CommGroup::kControl);
-    if (!s.ok()) FailTransport(s, "answering rank " + std::to_string(r));
-  }
-  Handle(responses);
-  return true;
-}
-
-void Engine::TakeControlMessage(int tag, int from, const std::vector<char>& bytes) {
-  const std::string rank = "rank " + std::to_string(from);
-  if (tag == kShutdownTag) {
-    coordinator_->AddShutdown(from);
-  } else {
-    auto entries = DecodeReady(bytes);
-    Status s = entries.ok() ? coordinator_->AddReady(from, entries.value(), Clock::now())
-                            : entries.status();
-    if (!s.ok()) {
-      coordinator_->Break("rank 0 could not take " + rank + "'s announcement (" + s.message() +
-                          "); global ops are off");
-    }
-  }
+  if (rank_ != 0) return PollResponses();
+  std::vector<Response> answers;
+  const bool did_work = coordinator_service_->Poll(&answers);
+  if (!answers.empty()) Handle(answers);
+  return did_work;
 }
 
 // Ranks other than 0: the coordinator's answers.

@@ -48,6 +48,7 @@
 #include "flock/common/config.h"
 #include "flock/common/parker.h"
 #include "flock/engine/coordinator.h"
+#include "flock/engine/coordinator_service.h"
 #include "flock/engine/counters.h"
 #include "flock/engine/handle_table.h"
 #include "flock/engine/idle_policy.h"
@@ -107,18 +108,13 @@ class Engine {
   void FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status);
   void FailAllPending(const std::string& reason);
   void FailAllPending(const Status& status);
-  // Rank 0 polls the other ranks' control messages; the others, its answers.
-  bool PollAnnouncements();
-  void TakeControlMessage(int tag, int from, const std::vector<char>& bytes);
+  // Rank 0 polls the other ranks' control messages (coordinator_service_);
+  // the others, its answers.
   bool PollResponses();
   // engine_faults.cc: see there.
   void FailTransport(const Status& status, const std::string& doing);
   void EndJob(const Status& why);
 
-  // Tags of the control group (CommGroup::kControl).
-  static constexpr int kReadyTag = 1;     // announcements to rank 0
-  static constexpr int kResponseTag = 2;  // rank 0's answers
-  static constexpr int kShutdownTag = 3;  // a rank's shutdown, to rank 0
   IdlePlan PlanIdle(bool did_work);
   void Idle(bool did_work);
   // The engine thread takes the loop back once no caller drives it.
@@ -150,8 +146,9 @@ class Engine {
   // The driver's (the engine thread's, or a driving caller's).
   Negotiator negotiator_;   // global requests: the fusion window, then pending an answer
   bool flush_now_ = false;  // a thread waits: announce without waiting for more
-  std::unique_ptr<Coordinator> coordinator_;
-  std::unique_ptr<NeighborExchange> neighbor_;  // neighbor ops: no coordinator
+  std::unique_ptr<Coordinator> coordinator_;                 // rank 0
+  std::unique_ptr<CoordinatorService> coordinator_service_;  // rank 0
+  std::unique_ptr<NeighborExchange> neighbor_;               // neighbor ops: no coordinator
   Clock::time_point last_neighbor_stall_check_;
   bool shutdown_announced_ = false;
   bool finished_ = false;

@@ -20,6 +20,11 @@
 
 namespace flock {
 
+// Tags of the control messages (CommGroup::kControl).
+constexpr int kReadyTag = 1;     // announcements, to rank 0
+constexpr int kResponseTag = 2;  // rank 0's answers
+constexpr int kShutdownTag = 3;  // a rank's shutdown, to rank 0
+
 // ReadyEntry::cache_id when it names no cached signature: not (yet) cached,
 // or an auto-named request the coordinator must not cache.
 constexpr int32_t kNotCached = -1;
