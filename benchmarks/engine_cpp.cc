@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "flock/ops/op_signature.h"
+#include "flock/requests/op_signature.h"
 #include "flock/runtime/runtime.h"
 #include "flock/transport/registry.h"
 #include "raw_mpi_protocol.h"

@@ -13,7 +13,7 @@ install(TARGETS ${_flock_export_targets} EXPORT flockTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-# Headers keep csrc's layout under flock/: #include <flock/ops/collectives.h>.
+# Headers keep csrc's layout under flock/: #include <flock/collectives/collectives.h>.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/csrc/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flock
         FILES_MATCHING PATTERN "*.h" PATTERN "bindings" EXCLUDE)
 install(FILES ${PROJECT_BINARY_DIR}/csrc/generated/flock/common/build_config.h

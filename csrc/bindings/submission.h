@@ -13,7 +13,7 @@
 
 #include "flock/bindings/dlpack_tensor.h"
 #include "flock/engine/handle_table.h"
-#include "flock/ops/op_signature.h"
+#include "flock/requests/op_signature.h"
 
 namespace flock {
 

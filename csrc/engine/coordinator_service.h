@@ -12,7 +12,7 @@
 
 #include "flock/common/status.h"
 #include "flock/engine/coordinator.h"
-#include "flock/engine/counters.h"
+#include "flock/common/counters.h"
 #include "flock/transport/transport.h"
 
 namespace flock {

@@ -8,7 +8,7 @@
 
 #include "flock/common/logging.h"
 #include "flock/engine/engine.h"
-#include "flock/ops/collectives.h"
+#include "flock/collectives/collectives.h"
 
 namespace flock {
 namespace {

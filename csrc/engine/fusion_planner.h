@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "flock/ops/op_signature.h"
+#include "flock/requests/op_signature.h"
 
 namespace flock {
 

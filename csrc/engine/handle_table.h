@@ -21,17 +21,9 @@
 #include "flock/common/parker.h"
 #include "flock/common/status.h"
 #include "flock/common/tensor_view.h"
+#include "flock/requests/pending_request.h"
 
 namespace flock {
-
-using HandleId = int64_t;
-
-// An output the engine allocated (allgather: its size is known only then).
-struct GatheredTensor {
-  std::vector<char> bytes;
-  DataType dtype = DataType::kFloat32;
-  std::vector<int64_t> shape;
-};
 
 struct Completion {
   Status status;

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "flock/engine/pending_request.h"
+#include "flock/requests/pending_request.h"
 #include "flock/engine/response_cache.h"
 #include "flock/engine/wire.h"
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "flock/common/status.h"
-#include "flock/engine/pending_request.h"
+#include "flock/requests/pending_request.h"
 
 namespace flock {
 

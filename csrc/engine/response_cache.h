@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "flock/ops/op_signature.h"
+#include "flock/requests/op_signature.h"
 
 namespace flock {
 

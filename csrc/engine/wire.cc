@@ -1,6 +1,6 @@
 #include "flock/engine/wire.h"
 
-#include "flock/engine/byte_io.h"
+#include "flock/common/byte_io.h"
 
 namespace flock {
 namespace {

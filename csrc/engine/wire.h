@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "flock/common/status.h"
-#include "flock/ops/op_signature.h"
+#include "flock/requests/op_signature.h"
 
 namespace flock {
 

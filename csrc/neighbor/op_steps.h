@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "flock/neighbor/exchange_step.h"
+#include "flock/requests/exchange_step.h"
 #include "flock/neighbor/neighbor_plan.h"
 
 namespace flock {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "flock/neighbor/neighbor_plan.h"
-#include "flock/ops/op_signature.h"
+#include "flock/requests/op_signature.h"
 #include "flock/runtime/runtime.h"
 
 namespace flock {

@@ -2,7 +2,7 @@
 // prints the average. Run: mpirun -np 4 build/examples/cpp/allreduce_example
 #include <cstdio>
 
-#include "flock/ops/collectives.h"
+#include "flock/collectives/collectives.h"
 #include "flock/runtime/runtime.h"
 #include "flock/transport/registry.h"
 

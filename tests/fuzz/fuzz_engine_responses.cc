@@ -9,7 +9,7 @@
 
 #include "flock/engine/response_cache.h"
 #include "flock/engine/wire.h"
-#include "flock/ops/collectives.h"
+#include "flock/collectives/collectives.h"
 #include "fuzz_check.h"
 
 namespace flock {

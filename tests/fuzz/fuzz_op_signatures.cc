@@ -1,5 +1,5 @@
 // fuzz_op_signatures: the signatures a direct collective allgathers from the
-// other ranks (ops/op_signature.h; ops/allgather.cc), then what this rank
+// other ranks (requests/op_signature.h; collectives/allgather.cc), then what this rank
 // does with them: check and compare them with its own request and, for an
 // allgather they agree on, lay the output out from every rank's dim 0.
 // The input is the other ranks' fixed-size records, one after the other.
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "flock/ops/collectives.h"
-#include "flock/ops/op_signature.h"
+#include "flock/collectives/collectives.h"
+#include "flock/requests/op_signature.h"
 #include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

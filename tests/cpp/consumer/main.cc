@@ -1,7 +1,7 @@
 // Allreduces each rank's number through an installed flock and checks the sum.
 #include <cstdio>
 
-#include <flock/ops/collectives.h>
+#include <flock/collectives/collectives.h>
 #include <flock/runtime/runtime.h>
 #include <flock/topology/generators.h>
 #include <flock/transport/registry.h>

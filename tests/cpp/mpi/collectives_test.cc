@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "flock/common/half.h"
-#include "flock/ops/collectives.h"
+#include "flock/collectives/collectives.h"
 #include "tests_runtime.h"
 
 namespace flock::testing {

@@ -1,7 +1,7 @@
 // The mismatch check as a pure function: signatures of several "ranks" built
 // in-process, compared the way every rank compares them.
-#include "flock/ops/op_signature.h"
-#include "flock/ops/collectives.h"
+#include "flock/requests/op_signature.h"
+#include "flock/collectives/collectives.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "flock/engine/timeline.h"
+#include "flock/common/timeline.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,8 +1,8 @@
 // Allreduce: every rank ends with the element-wise reduction of all inputs.
 // Average is a sum followed by a local scale by 1/size, so integer types,
 // which have no average, are rejected before any byte moves.
-#include "flock/ops/collectives.h"
-#include "flock/ops/op_signature.h"
+#include "flock/collectives/collectives.h"
+#include "flock/requests/op_signature.h"
 
 namespace flock {
 

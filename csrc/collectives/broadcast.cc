@@ -1,6 +1,6 @@
 // Broadcast: every rank's tensor becomes a copy of the root's.
-#include "flock/ops/collectives.h"
-#include "flock/ops/op_signature.h"
+#include "flock/collectives/collectives.h"
+#include "flock/requests/op_signature.h"
 
 namespace flock {
 

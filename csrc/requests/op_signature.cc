@@ -1,4 +1,4 @@
-#include "flock/ops/op_signature.h"
+#include "flock/requests/op_signature.h"
 
 #include <algorithm>
 #include <sstream>

@@ -18,7 +18,7 @@
 #include "flock/common/reduce_kernels.h"
 #include "flock/common/status.h"
 #include "flock/common/tensor_view.h"
-#include "flock/neighbor/exchange_step.h"
+#include "flock/requests/exchange_step.h"
 #include "flock/transport/transport.h"
 
 namespace flock {

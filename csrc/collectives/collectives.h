@@ -1,6 +1,6 @@
 // Global collectives: allreduce, broadcast and allgather of one tensor over a
 // group of ranks. Each first agrees on the request with every rank of the
-// group (ops/op_signature.h) and then runs one transport call.
+// group (requests/op_signature.h) and then runs one transport call.
 #pragma once
 
 #include <functional>

@@ -1,8 +1,8 @@
 // Allgather: concatenation along dim 0 of every rank's tensor, in rank order.
 // The signature exchange that checks the other dims also tells every rank
 // each input's dim 0, so the variable-size gather needs no extra round.
-#include "flock/ops/collectives.h"
-#include "flock/ops/op_signature.h"
+#include "flock/collectives/collectives.h"
+#include "flock/requests/op_signature.h"
 
 namespace flock {
 
