@@ -1,6 +1,11 @@
-// Global collectives: allreduce, broadcast and allgather of one tensor over a
-// group of ranks. Each first agrees on the request with every rank of the
-// group (requests/op_signature.h) and then runs one transport call.
+// Global collectives over a Transport: allreduce, broadcast and allgather of
+// one tensor over a group of ranks. Each first agrees on the request with
+// every rank of the group (requests/op_signature.h) and then runs one
+// transport call, on the calling thread. For programs that use a Transport
+// without a Runtime: once a Runtime runs, its engine thread is the one thread
+// that talks to MPI, and C++ code uses runtime/collectives.h (the same
+// functions taking the Runtime, through the engine). The engine's executor
+// uses PlanGather.
 #pragma once
 
 #include <functional>

@@ -2,7 +2,7 @@
 // prints the average. Run: mpirun -np 4 build/examples/cpp/allreduce_example
 #include <cstdio>
 
-#include "flock/collectives/collectives.h"
+#include "flock/runtime/collectives.h"
 #include "flock/runtime/runtime.h"
 #include "flock/transport/registry.h"
 
@@ -20,7 +20,7 @@ int main() {
   flock::Runtime& rt = *runtime.value();
   float values[4] = {1.0f * rt.rank(), 2.0f, 3.0f, 4.0f};
   flock::TensorView view{values, flock::DataType::kFloat32, {4}};
-  flock::Status status = flock::Allreduce(rt.transport(), view, view, {flock::ReduceOp::kAverage});
+  flock::Status status = flock::Allreduce(rt, view, view, {flock::ReduceOp::kAverage});
   if (!status.ok()) {
     std::fprintf(stderr, "%s\n", status.ToString().c_str());
     return 1;

@@ -1,7 +1,7 @@
 // Allreduces each rank's number through an installed flock and checks the sum.
 #include <cstdio>
 
-#include <flock/collectives/collectives.h>
+#include <flock/runtime/collectives.h>
 #include <flock/runtime/runtime.h>
 #include <flock/topology/generators.h>
 #include <flock/transport/registry.h>
@@ -13,8 +13,8 @@ int main() {
   flock::Runtime& rt = *runtime.value();
   double x = rt.rank() + 1.0;
   flock::TensorView view{&x, flock::DataType::kFloat64, {}};
-  flock::Status status = flock::Allreduce(rt.transport(), view, view,
-                                          {flock::ReduceOp::kSum, flock::CommGroup::kWorld, "x"});
+  flock::Status status =
+      flock::Allreduce(rt, view, view, {flock::ReduceOp::kSum, flock::CommGroup::kWorld, "x"});
   const double expected = rt.size() * (rt.size() + 1) / 2.0;
   // The topology library comes with the package too: rank r's in-degree in the
   // exponential graph is the number of powers of two below size.

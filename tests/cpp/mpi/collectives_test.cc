@@ -1,13 +1,14 @@
-// Global collectives under MPI: results against a reference each rank computes
-// from every rank's (deterministic) input, and mismatches reported on every
-// rank without hanging, after which the next op still works.
+// Global collectives under MPI, through the engine (runtime/collectives.h):
+// results against a reference each rank computes from every rank's
+// (deterministic) input, and mismatches reported on every rank without
+// hanging, after which the next op still works.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "flock/common/half.h"
-#include "flock/collectives/collectives.h"
+#include "flock/runtime/collectives.h"
 #include "tests_runtime.h"
 
 namespace flock::testing {
@@ -63,8 +64,8 @@ double Reference(ReduceOp op, int n, int64_t i) {
 
 template <typename T>
 void CheckAllreduce(DataType dtype, ReduceOp op) {
-  Transport& t = World();
-  const int n = t.size(CommGroup::kWorld), r = t.rank(CommGroup::kWorld);
+  Runtime& t = *SharedRuntime();
+  const int n = t.size(), r = t.rank();
   const int64_t count = 1001;
   std::vector<T> in(count), out(count);
   for (int64_t i = 0; i < count; ++i) in[i] = FromDouble<T>(InputValue(op, r, i));
@@ -104,8 +105,8 @@ TEST(Collectives, AllreduceEveryDtypeAndOp) {
 }
 
 TEST(Collectives, DtypeMismatchFailsOnEveryRankThenNextOpWorks) {
-  Transport& t = World();
-  const int n = t.size(CommGroup::kWorld), r = t.rank(CommGroup::kWorld);
+  Runtime& t = *SharedRuntime();
+  const int n = t.size(), r = t.rank();
   if (n == 1) GTEST_SKIP() << "needs two ranks";
   std::vector<double> buf(4, 1.0);
   // The last rank claims the same bytes are float32 (8 elements): a mismatch.
@@ -123,8 +124,8 @@ TEST(Collectives, DtypeMismatchFailsOnEveryRankThenNextOpWorks) {
 }
 
 TEST(Collectives, LocalRejectionCancelsOnEveryRank) {
-  Transport& t = World();
-  const int r = t.rank(CommGroup::kWorld);
+  Runtime& t = *SharedRuntime();
+  const int r = t.rank();
   double x = 1.0;
   TensorView view{&x, DataType::kFloat64, {}};
   Status local = r == 0 ? Status::Unsupported("bad tensor") : Status::OK();
@@ -139,8 +140,8 @@ TEST(Collectives, LocalRejectionCancelsOnEveryRank) {
 }
 
 TEST(Collectives, BroadcastRootMismatchAndOutOfRange) {
-  Transport& t = World();
-  const int n = t.size(CommGroup::kWorld), r = t.rank(CommGroup::kWorld);
+  Runtime& t = *SharedRuntime();
+  const int n = t.size(), r = t.rank();
   int64_t x = r;
   TensorView view{&x, DataType::kInt64, {1}};
   Status bad = Broadcast(t, view, {n, CommGroup::kWorld, "b"});
@@ -154,8 +155,8 @@ TEST(Collectives, BroadcastRootMismatchAndOutOfRange) {
 }
 
 TEST(Collectives, AllgatherVariableFirstDim) {
-  Transport& t = World();
-  const int n = t.size(CommGroup::kWorld), r = t.rank(CommGroup::kWorld);
+  Runtime& t = *SharedRuntime();
+  const int n = t.size(), r = t.rank();
   // Rank r contributes r rows of 3 int32 values equal to r.
   std::vector<int32_t> mine(static_cast<size_t>(3 * r) + 1, r);
   TensorView input{mine.data(), DataType::kInt32, {r, 3}};
@@ -175,8 +176,8 @@ TEST(Collectives, AllgatherVariableFirstDim) {
 }
 
 TEST(Collectives, AllgatherTrailingShapeMismatch) {
-  Transport& t = World();
-  const int n = t.size(CommGroup::kWorld), r = t.rank(CommGroup::kWorld);
+  Runtime& t = *SharedRuntime();
+  const int n = t.size(), r = t.rank();
   if (n == 1) GTEST_SKIP() << "needs two ranks";
   std::vector<float> mine(8, 0.f);
   TensorView input{mine.data(), DataType::kFloat32, {2, r == 1 ? 4 : 2}};
