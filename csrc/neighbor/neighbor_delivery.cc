@@ -50,26 +50,17 @@ Status NeighborExchange::CheckShapes(const Step& step, int from, const NeighborE
 }
 
 void NeighborExchange::DeliverData(Step& step, int from, const NeighborEntry& entry) {
-  Call& call = *step.call;
   auto it = std::find_if(step.in.begin(), step.in.end(),
                          [&](const Incoming& in) { return in.spec->peer == from && !in.arrived; });
   if (it == step.in.end()) {
-    std::vector<int> sources;
-    for (const Incoming& in : step.in) sources.push_back(in.spec->peer);
-    const Status status = Status::Mismatch(
-        Describe(call) + ": rank " + std::to_string(from) + " sent its tensor to rank " +
-        std::to_string(rank_) + ", which does not receive from it in this call (its sources: " +
-        BracketedList(sources) + ")");
-    if (step.status.ok()) step.status = status;
-    QueueReject(from, step.match_name, call.seq, status);
-    if (entry.lane_tag >= 0) DrainLane(from, entry);
+    RefuseUnexpected(step, from, entry);
     return;
   }
   Incoming& in = *it;
   in.arrived = true;
   Status checked = CheckShapes(step, from, entry, in.spec->shape, "sender");
   if (checked.ok() && entry.check != step.spec->check) {
-    checked = Status::Mismatch(Describe(call) + ": enable_topo_check differs between rank " +
+    checked = Status::Mismatch(Describe(*step.call) + ": enable_topo_check differs between rank " +
                                std::to_string(from) + " and rank " + std::to_string(rank_));
   }
   if (!checked.ok()) {
@@ -81,57 +72,76 @@ void NeighborExchange::DeliverData(Step& step, int from, const NeighborEntry& en
   in.bytes = entry.payload_bytes;
   in.lane_tag = entry.lane_tag;
   in.shape = entry.shape;
-  const DataType dtype = call.request.op.tensor.dtype;
-  const size_t elem = DataTypeSize(dtype);
   const int index = static_cast<int>(it - step.in.begin());
-  char* lane_target = nullptr;
-  switch (step.spec->mode) {
-    case ExchangeStep::Mode::kReduce: {
-      if (entry.lane_tag >= 0 && LandsInAccumulator(step, in)) {
-        auto transfer =
-            transport_.StartRecv(step.acc, in.bytes, from, entry.lane_tag, CommGroup::kNeighbor);
-        if (!transfer.ok()) {
-          FailPair(step, from, transfer.status());
-          return;
-        }
-        in.transfer = transfer.value();
-        step.acc_lane = index;
-        MarkMoving(step);
-        return;
-      }
-      if (entry.lane_tag >= 0) {
-        step.lane_queue.push_back(index);
-        StartNextLane(step);
-        return;
-      }
-      if (step.acc_lane >= 0) {  // acc is still being written: add this once it has landed
-        const char* payload = static_cast<const char*>(entry.payload);
-        step.inline_waiting.emplace_back(index,
-                                         std::vector<char>(payload, payload + entry.payload_bytes));
-        return;
-      }
-      Contribute(step, in, entry.payload);
-      in.resolved = true;
+  if (step.spec->mode == ExchangeStep::Mode::kReduce) {
+    ReduceArrival(step, index, entry);
+  } else {
+    PlaceArrival(step, in, entry);
+  }
+}
+
+void NeighborExchange::RefuseUnexpected(Step& step, int from, const NeighborEntry& entry) {
+  std::vector<int> sources;
+  for (const Incoming& in : step.in) sources.push_back(in.spec->peer);
+  const Status status = Status::Mismatch(
+      Describe(*step.call) + ": rank " + std::to_string(from) + " sent its tensor to rank " +
+      std::to_string(rank_) + ", which does not receive from it in this call (its sources: " +
+      BracketedList(sources) + ")");
+  if (step.status.ok()) step.status = status;
+  QueueReject(from, step.match_name, step.call->seq, status);
+  if (entry.lane_tag >= 0) DrainLane(from, entry);
+}
+
+void NeighborExchange::ReduceArrival(Step& step, int index, const NeighborEntry& entry) {
+  Incoming& in = step.in[static_cast<size_t>(index)];
+  const int from = in.spec->peer;
+  if (entry.lane_tag >= 0 && LandsInAccumulator(step, in)) {
+    auto transfer =
+        transport_.StartRecv(step.acc, in.bytes, from, entry.lane_tag, CommGroup::kNeighbor);
+    if (!transfer.ok()) {
+      FailPair(step, from, transfer.status());
       return;
     }
-    case ExchangeStep::Mode::kPlace: lane_target = step.target + in.spec->offset * elem; break;
-    case ExchangeStep::Mode::kGather:
-      in.piece.resize(static_cast<size_t>(entry.payload_bytes));
-      lane_target = in.piece.data();
-      break;
+    in.transfer = transfer.value();
+    step.acc_lane = index;
+    MarkMoving(step);
+    return;
+  }
+  if (entry.lane_tag >= 0) {
+    step.lane_queue.push_back(index);
+    StartNextLane(step);
+    return;
+  }
+  if (step.acc_lane >= 0) {  // acc is still being written: add this once it has landed
+    const char* payload = static_cast<const char*>(entry.payload);
+    step.inline_waiting.emplace_back(index,
+                                     std::vector<char>(payload, payload + entry.payload_bytes));
+    return;
+  }
+  Contribute(step, in, entry.payload);
+  in.resolved = true;
+}
+
+void NeighborExchange::PlaceArrival(Step& step, Incoming& in, const NeighborEntry& entry) {
+  char* lane_target = nullptr;
+  if (step.spec->mode == ExchangeStep::Mode::kPlace) {
+    lane_target = step.target + in.spec->offset * DataTypeSize(step.call->request.op.tensor.dtype);
+  } else {  // kGather
+    in.piece.resize(static_cast<size_t>(entry.payload_bytes));
+    lane_target = in.piece.data();
   }
   if (entry.lane_tag < 0) {
     if (entry.payload_bytes > 0) std::memcpy(lane_target, entry.payload, entry.payload_bytes);
     in.resolved = true;
     return;
   }
-  auto transfer = transport_.StartRecv(lane_target, entry.payload_bytes, from, entry.lane_tag,
-                                       CommGroup::kNeighbor);
+  auto transfer = transport_.StartRecv(lane_target, entry.payload_bytes, in.spec->peer,
+                                       entry.lane_tag, CommGroup::kNeighbor);
   if (transfer.ok()) {
     in.transfer = transfer.value();
     MarkMoving(step);
   } else {
-    FailPair(step, from, transfer.status());
+    FailPair(step, in.spec->peer, transfer.status());
   }
 }
 

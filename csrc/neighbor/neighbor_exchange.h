@@ -48,14 +48,14 @@
 #include <vector>
 
 #include "flock/common/buffer_pool.h"
-#include "flock/common/status.h"
 #include "flock/common/counters.h"
-#include "flock/requests/pending_request.h"
+#include "flock/common/status.h"
 #include "flock/common/timeline.h"
-#include "flock/requests/exchange_step.h"
 #include "flock/neighbor/mailbox.h"
 #include "flock/neighbor/neighbor_wire.h"
 #include "flock/neighbor/outbox.h"
+#include "flock/requests/exchange_step.h"
+#include "flock/requests/pending_request.h"
 #include "flock/transport/transport.h"
 
 namespace flock {
@@ -192,6 +192,12 @@ class NeighborExchange {
   void Route(int from, NeighborEntry entry, const std::shared_ptr<const std::vector<char>>& bytes);
   void Deliver(Step& step, int from, const NeighborEntry& entry);
   void DeliverData(Step& step, int from, const NeighborEntry& entry);
+  // Data from a peer this step does not receive from: refused on both sides.
+  void RefuseUnexpected(Step& step, int from, const NeighborEntry& entry);
+  // kReduce: into the accumulator itself, the scratch lane queue, or added now.
+  void ReduceArrival(Step& step, int index, const NeighborEntry& entry);
+  // kPlace / kGather: copied inline, or a lane straight into its place.
+  void PlaceArrival(Step& step, Incoming& in, const NeighborEntry& entry);
   void DeliverExpect(Step& step, int from, const NeighborEntry& entry);
   void DeliverReject(Step& step, int from, const NeighborEntry& entry);
   void HandleStale(int from, const NeighborEntry& entry);
