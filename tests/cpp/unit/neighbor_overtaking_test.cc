@@ -26,9 +26,8 @@ constexpr int kLocalSize = 2;
 constexpr int kSize = 4;  // machines {0, 1} and {2, 3}
 constexpr int64_t kCount = 1000;
 
-HandleId SubmitUnnamed(Engine& engine, int rank, const std::string& name,
-                       std::vector<double>& in, std::vector<double>& out,
-                       const NeighborPlan& machine_plan) {
+HandleId SubmitUnnamed(Engine& engine, int rank, const std::string& name, std::vector<double>& in,
+                       std::vector<double>& out, const NeighborPlan& machine_plan) {
   OpRequest op = MakeRequest(OpKind::kHierarchicalNeighborAllreduce, name,
                              TensorView{in.data(), DataType::kFloat64, {kCount}});
   op.auto_named = true;  // the name is only this rank's; calls match by number
@@ -41,7 +40,9 @@ HandleId SubmitUnnamed(Engine& engine, int rank, const std::string& name,
 }
 
 // Input of rank r: r + k; machine m's mean: 2m + 0.5 + k.
-double MachineMean(int machine, int64_t k) { return 2.0 * machine + 0.5 + k; }
+double MachineMean(int machine, int64_t k) {
+  return 2.0 * machine + 0.5 + k;
+}
 
 TEST(NeighborOvertaking, UnnamedHierarchicalCallsFinishingOutOfOrderAreRight) {
   Config config;
