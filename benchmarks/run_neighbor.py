@@ -250,7 +250,7 @@ def verdicts(nproc, covered, many_vs_one):
     return floor_line, many_line
 
 
-def main(argv=None):
+def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--np", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--rounds", type=int, default=5)
@@ -272,12 +272,16 @@ def main(argv=None):
                         help="passed to flockrun as --mpi-args (repeatable)")
     parser.add_argument("--save", help="append every run's JSON lines to this file")
     args = parser.parse_args(argv)
-    sys.stdout.reconfigure(line_buffering=True)
     args.mpi_args = [w for a in args.mpi_args for w in ("--mpi-args", a)]
     if not os.access(args.raw_bin, os.X_OK):
         parser.error("{} not built (cmake --build build --target raw_mpi_neighbor)"
                      .format(args.raw_bin))
+    return args
 
+
+def main(argv=None):
+    args = parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)
     print("Method: per case, warm-up (the first iteration's result checked) then >= 20 timed "
           "float32 neighbor averages on the static ExponentialGraph (uniform weights), each "
           "after a barrier; an iteration's time is the max over ranks; a run reports the "

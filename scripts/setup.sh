@@ -24,6 +24,8 @@ packages=(
   iproute2 procps
   # scripts/fuzz.sh: clang and its runtime, which holds libFuzzer
   clang-14 libclang-rt-14-dev
+  # tools/check_structure.py (ctest `structure`): the C++ code is clang-format clean
+  clang-format-14
   # flock-interactive (notebooks, %%px) and the test that runs the example notebook
   python3-ipyparallel python3-ipykernel python3-nbclient python3-nbformat
 )

@@ -25,7 +25,9 @@ Runtime& RequireRuntime() {
   return *RuntimeSlot();
 }
 
-void BindBasics(py::module_& m) {
+namespace {
+
+void BindLifecycle(py::module_& m) {
   m.def("init", [] {
     if (RuntimeSlot()) return;
     Config config = ValueOrThrow(Config::FromEnvironment());
@@ -44,6 +46,16 @@ void BindBasics(py::module_& m) {
       },
       "Ends MPI if flock started it; called once at interpreter exit.");
   m.def("is_initialized", [] { return static_cast<bool>(RuntimeSlot()); });
+  m.def(
+      "abort",
+      [](int code) {
+        if (RuntimeSlot()) RuntimeSlot()->transport().Abort(code);
+      },
+      "Ends every rank of the job with the given exit code.");
+}
+
+// The job's layout and this build's features.
+void BindQuestions(py::module_& m) {
   m.def("size", [] { return RequireRuntime().size(); });
   m.def("rank", [] { return RequireRuntime().rank(); });
   m.def("local_size", [] { return RequireRuntime().machine().local_size; });
@@ -55,17 +67,14 @@ void BindBasics(py::module_& m) {
   m.def("unified_mpi_window_model_supported",
         [] { return RequireRuntime().transport().unified_window_model(); });
   m.def("nccl_built", [] { return NcclBuilt(); });
+  m.def("cuda_toolkit_found", [] { return FLOCK_WITH_NCCL != 0; });
+}
+
+void BindSettings(py::module_& m) {
   m.def("quiet", [] { return RequireRuntime().config().quiet; });
   m.def(
       "logs_debug", [] { return LogEnabled(LogLevel::kDebug); },
       "Whether FLOCK_LOG_LEVEL (parsed at init) is debug or trace.");
-  m.def("cuda_toolkit_found", [] { return FLOCK_WITH_NCCL != 0; });
-  m.def(
-      "abort",
-      [](int code) {
-        if (RuntimeSlot()) RuntimeSlot()->transport().Abort(code);
-      },
-      "Ends every rank of the job with the given exit code.");
   m.def(
       "settings",
       [] {
@@ -76,6 +85,9 @@ void BindBasics(py::module_& m) {
         return rows;
       },
       "Every FLOCK_* setting as (name, type, default, doc).");
+}
+
+void BindTimeline(py::module_& m) {
   m.def(
       "timeline_start",
       [](const std::string& path) {
@@ -95,6 +107,15 @@ void BindBasics(py::module_& m) {
     timeline.End(row);
     return timeline.active();
   });
+}
+
+}  // namespace
+
+void BindBasics(py::module_& m) {
+  BindLifecycle(m);
+  BindQuestions(m);
+  BindSettings(m);
+  BindTimeline(m);
   m.attr("__version__") = FLOCK_VERSION;
 }
 

@@ -37,6 +37,48 @@ py::object Wait(HandleId handle) {
   return py::none();
 }
 
+// output None: in place.
+HandleId EnqueueAllreduce(py::object input, py::object output, ReduceOp op,
+                          std::optional<std::string> name, bool local_only,
+                          std::optional<std::string> dtype_override,
+                          std::optional<std::string> local_error, bool wait_follows) {
+  Submission s = Begin(OpKind::kAllreduce, name, local_error);
+  s.op.reduce_op = op;
+  s.op.group = local_only ? CommGroup::kLocal : CommGroup::kWorld;
+  s.op.tensor = Take(s, input, dtype_override);
+  s.output = output.is_none() ? s.op.tensor : Take(s, output, dtype_override);
+  if (s.op.local_status.ok()) s.op.local_status = CheckReduceSupported(s.op.tensor.dtype, op);
+  return Submit(std::move(s), wait_follows);
+}
+
+HandleId EnqueueBroadcast(py::object tensor, int root, std::optional<std::string> name,
+                          std::optional<std::string> dtype_override,
+                          std::optional<std::string> local_error, bool wait_follows) {
+  Submission s = Begin(OpKind::kBroadcast, name, local_error);
+  s.op.root = root;
+  s.op.tensor = Take(s, tensor, dtype_override);
+  const int size = RequireRuntime().size();
+  if (s.op.local_status.ok() && (root < 0 || root >= size)) {
+    s.op.local_status =
+        Status::InvalidArgument("root_rank " + std::to_string(root) + " is out of range for " +
+                                std::to_string(size) + " ranks");
+  }
+  return Submit(std::move(s), wait_follows);
+}
+
+HandleId EnqueueAllgather(py::object input, std::optional<std::string> name,
+                          std::optional<std::string> dtype_override,
+                          std::optional<std::string> local_error, bool wait_follows) {
+  Submission s = Begin(OpKind::kAllgather, name, local_error);
+  s.op.tensor = Take(s, input, dtype_override);
+  if (s.op.tensor.shape.empty()) s.op.tensor.shape = {1};  // a 0-d tensor gathers as one row
+  return Submit(std::move(s), wait_follows);
+}
+
+HandleId EnqueueBarrier(std::optional<std::string> name, bool wait_follows) {
+  return Submit(Begin(OpKind::kBarrier, name, std::nullopt), wait_follows);
+}
+
 }  // namespace
 
 void BindCollectives(py::module_& m) {
@@ -47,63 +89,18 @@ void BindCollectives(py::module_& m) {
       .value("MAX", ReduceOp::kMax)
       .value("PRODUCT", ReduceOp::kProduct);
 
-  // output None: in place.
-  m.def(
-      "enqueue_allreduce",
-      [](py::object input, py::object output, ReduceOp op, std::optional<std::string> name,
-         bool local_only, std::optional<std::string> dtype_override,
-         std::optional<std::string> local_error, bool wait_follows) {
-        Submission s = Begin(OpKind::kAllreduce, name, local_error);
-        s.op.reduce_op = op;
-        s.op.group = local_only ? CommGroup::kLocal : CommGroup::kWorld;
-        s.op.tensor = Take(s, input, dtype_override);
-        s.output = output.is_none() ? s.op.tensor : Take(s, output, dtype_override);
-        if (s.op.local_status.ok()) s.op.local_status = CheckReduceSupported(s.op.tensor.dtype, op);
-        return Submit(std::move(s), wait_follows);
-      },
-      py::arg("input"), py::arg("output"), py::arg("op"), py::arg("name") = py::none(),
-      py::arg("local_only") = false, py::arg("dtype_override") = py::none(),
-      py::arg("local_error") = py::none(), py::arg("wait_follows") = false);
-
-  m.def(
-      "enqueue_broadcast",
-      [](py::object tensor, int root, std::optional<std::string> name,
-         std::optional<std::string> dtype_override, std::optional<std::string> local_error,
-         bool wait_follows) {
-        Submission s = Begin(OpKind::kBroadcast, name, local_error);
-        s.op.root = root;
-        s.op.tensor = Take(s, tensor, dtype_override);
-        const int size = RequireRuntime().size();
-        if (s.op.local_status.ok() && (root < 0 || root >= size)) {
-          s.op.local_status =
-              Status::InvalidArgument("root_rank " + std::to_string(root) +
-                                      " is out of range for " + std::to_string(size) + " ranks");
-        }
-        return Submit(std::move(s), wait_follows);
-      },
-      py::arg("tensor"), py::arg("root"), py::arg("name") = py::none(),
-      py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
-      py::arg("wait_follows") = false);
-
-  m.def(
-      "enqueue_allgather",
-      [](py::object input, std::optional<std::string> name,
-         std::optional<std::string> dtype_override, std::optional<std::string> local_error,
-         bool wait_follows) {
-        Submission s = Begin(OpKind::kAllgather, name, local_error);
-        s.op.tensor = Take(s, input, dtype_override);
-        if (s.op.tensor.shape.empty()) s.op.tensor.shape = {1};  // a 0-d tensor gathers as one row
-        return Submit(std::move(s), wait_follows);
-      },
-      py::arg("input"), py::arg("name") = py::none(), py::arg("dtype_override") = py::none(),
-      py::arg("local_error") = py::none(), py::arg("wait_follows") = false);
-
-  m.def(
-      "enqueue_barrier",
-      [](std::optional<std::string> name, bool wait_follows) {
-        return Submit(Begin(OpKind::kBarrier, name, std::nullopt), wait_follows);
-      },
-      py::arg("name") = py::none(), py::arg("wait_follows") = false);
+  m.def("enqueue_allreduce", &EnqueueAllreduce, py::arg("input"), py::arg("output"), py::arg("op"),
+        py::arg("name") = py::none(), py::arg("local_only") = false,
+        py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
+        py::arg("wait_follows") = false);
+  m.def("enqueue_broadcast", &EnqueueBroadcast, py::arg("tensor"), py::arg("root"),
+        py::arg("name") = py::none(), py::arg("dtype_override") = py::none(),
+        py::arg("local_error") = py::none(), py::arg("wait_follows") = false);
+  m.def("enqueue_allgather", &EnqueueAllgather, py::arg("input"), py::arg("name") = py::none(),
+        py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
+        py::arg("wait_follows") = false);
+  m.def("enqueue_barrier", &EnqueueBarrier, py::arg("name") = py::none(),
+        py::arg("wait_follows") = false);
 
   m.def(
       "poll",

@@ -12,12 +12,16 @@ and its full traceback is what a bug report needs. With FLOCK_LOG_LEVEL=debug
 """
 
 import functools
+from typing import Any, Callable, TypeVar
 
 from flock._core_loader import core
 from flock.errors import FlockError
 
+# Typed so that IDEs and type checkers show the wrapped function's own signature.
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
-def public(fn):
+
+def public(fn: _Fn) -> _Fn:
     """``fn`` with its FlockErrors' tracebacks cut at its own frame."""
 
     @functools.wraps(fn)
