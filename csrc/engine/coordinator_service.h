@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "flock/common/counters.h"
 #include "flock/common/status.h"
 #include "flock/engine/coordinator.h"
-#include "flock/common/counters.h"
 #include "flock/transport/transport.h"
 
 namespace flock {

@@ -46,18 +46,18 @@
 #include <vector>
 
 #include "flock/common/config.h"
+#include "flock/common/counters.h"
 #include "flock/common/parker.h"
+#include "flock/common/timeline.h"
 #include "flock/engine/coordinator.h"
 #include "flock/engine/coordinator_service.h"
-#include "flock/common/counters.h"
 #include "flock/engine/handle_table.h"
 #include "flock/engine/idle_policy.h"
 #include "flock/engine/negotiator.h"
-#include "flock/requests/pending_request.h"
 #include "flock/engine/request_queue.h"
-#include "flock/common/timeline.h"
 #include "flock/neighbor/neighbor_exchange.h"
 #include "flock/requests/op_signature.h"
+#include "flock/requests/pending_request.h"
 #include "flock/transport/transport.h"
 
 namespace flock {
@@ -104,6 +104,9 @@ class Engine {
   void CheckNeighborStalls();
   void Handle(const std::vector<Response>& responses);
   void Execute(const Response& response);
+  // executor.cc: one response's transport calls; an allgather's output in `gathered`.
+  Status RunBatch(const Response& response, const std::vector<PendingRequest*>& batch,
+                  std::shared_ptr<GatheredTensor>* gathered);
   void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered);
   void FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status);
   void FailAllPending(const std::string& reason);

@@ -6,9 +6,9 @@
 // reduced in one call (COMMUNICATE) and unpacked (MEMCPY_OUT_FUSION_BUFFER).
 #include <cstring>
 
+#include "flock/collectives/collectives.h"
 #include "flock/common/logging.h"
 #include "flock/engine/engine.h"
-#include "flock/collectives/collectives.h"
 
 namespace flock {
 namespace {
@@ -115,43 +115,15 @@ void Engine::Execute(const Response& response) {
   }
   for (PendingRequest* r : batch) counters_.bytes += r->op.tensor.size_bytes();
 
-  Status status;
   std::shared_ptr<GatheredTensor> gathered;
-  PendingRequest& first = *batch.front();
-  switch (response.kind) {
-    case OpKind::kAllreduce:
-      status = batch.size() == 1 ? AllreduceOne(transport_, timeline_, first)
-                                 : AllreduceFused(transport_, timeline_, batch, fusion_buffer_);
-      break;
-    case OpKind::kBroadcast:
-      status = Phase(timeline_, batch, "COMMUNICATE", [&] {
-        return transport_.Broadcast(first.op.tensor.data, first.op.tensor.size_bytes(),
-                                    first.op.root, first.op.group);
-      });
-      break;
-    case OpKind::kAllgather: {
-      auto result = Allgather(transport_, timeline_, first, response.first_dims);
-      status = result.status();
-      if (result.ok()) gathered = std::move(result).value();
-      break;
-    }
-    case OpKind::kBarrier:
-      // Nothing left to do: the coordinator answers only once every rank has
-      // announced the barrier, so no rank gets here before all have entered it.
-      break;
-    case OpKind::kNeighborAllreduce:
-    case OpKind::kNeighborAllgather:
-    case OpKind::kHierarchicalNeighborAllreduce:
-      // Never negotiated: NeighborExchange runs them (engine.cc routes them there).
-      status = Status::Internal("a neighbor op reached the global executor");
-      break;
-  }
-  for (size_t i = 0; i < batch.size() && i < response.cache_ids.size(); ++i)
+  const Status status = RunBatch(response, batch, &gathered);
+  for (size_t i = 0; i < batch.size() && i < response.cache_ids.size(); ++i) {
     (void)negotiator_.cache().Store(response.cache_ids[i], batch[i]->op.name,
                                     MakeSignature(batch[i]->op));
+  }
   counters_.cached_names = static_cast<int64_t>(negotiator_.cache().size());
   if (gathered != nullptr) {
-    Finish(first, status, std::move(gathered));  // allgather: never fused
+    Finish(*batch.front(), status, std::move(gathered));  // allgather: never fused
   } else {
     FinishBatch(batch, status);
   }
@@ -159,6 +131,36 @@ void Engine::Execute(const Response& response) {
     const std::string name = r->op.name;
     negotiator_.Erase(name);  // invalidates r
   }
+}
+
+Status Engine::RunBatch(const Response& response, const std::vector<PendingRequest*>& batch,
+                        std::shared_ptr<GatheredTensor>* gathered) {
+  PendingRequest& first = *batch.front();
+  switch (response.kind) {
+    case OpKind::kAllreduce:
+      return batch.size() == 1 ? AllreduceOne(transport_, timeline_, first)
+                               : AllreduceFused(transport_, timeline_, batch, fusion_buffer_);
+    case OpKind::kBroadcast:
+      return Phase(timeline_, batch, "COMMUNICATE", [&] {
+        return transport_.Broadcast(first.op.tensor.data, first.op.tensor.size_bytes(),
+                                    first.op.root, first.op.group);
+      });
+    case OpKind::kAllgather: {
+      auto result = Allgather(transport_, timeline_, first, response.first_dims);
+      if (!result.ok()) return result.status();
+      *gathered = std::move(result).value();
+      return Status::OK();
+    }
+    case OpKind::kBarrier:
+      // Nothing left to do: the coordinator answers only once every rank has
+      // announced the barrier, so no rank gets here before all have entered it.
+      return Status::OK();
+    case OpKind::kNeighborAllreduce:
+    case OpKind::kNeighborAllgather:
+    case OpKind::kHierarchicalNeighborAllreduce:
+      break;  // never negotiated: NeighborExchange runs them (engine.cc routes them there)
+  }
+  return Status::Internal("a neighbor op reached the global executor");
 }
 
 }  // namespace flock

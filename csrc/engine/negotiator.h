@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "flock/requests/pending_request.h"
 #include "flock/engine/response_cache.h"
 #include "flock/engine/wire.h"
+#include "flock/requests/pending_request.h"
 
 namespace flock {
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "flock/topology/graph.h"
 
@@ -75,60 +76,73 @@ NeighborArgNames MachineArgNames() {
                           "set_machine_topology()"};
 }
 
+namespace {
+
+// dst_weights given: the call names every peer (a dynamic topology).
+Result<NeighborPlan> PlanDynamic(NeighborPlan plan, int rank, int size,
+                                 const NeighborWeights& weights, const NeighborArgNames& names) {
+  if (!weights.self_weight) {
+    return Status::InvalidArgument(std::string(names.dst_weights) +
+                                   " (a dynamic topology) needs self_weight and " +
+                                   names.src_weights + " too");
+  }
+  FLOCK_ASSIGN_OR_RETURN(
+      auto dst, CheckedWeights(names.dst_weights, *weights.dst_weights, rank, size, names.node));
+  FLOCK_ASSIGN_OR_RETURN(
+      auto src, CheckedWeights(names.src_weights, *weights.src_weights, rank, size, names.node));
+  plan.dynamic = true;
+  plan.self_weight = *weights.self_weight;
+  for (auto& [peer, w] : dst) plan.sends.push_back({peer, w});
+  for (auto& [peer, w] : src) plan.recvs.push_back({peer, w});
+  return plan;
+}
+
+// The topology's peers with the caller's weights; an unlisted in-neighbour is
+// still received from (its data is expected), with weight 0.
+Result<NeighborPlan> PlanStaticWeighted(NeighborPlan plan, int rank, int size,
+                                        const std::vector<int>& in, const NeighborWeights& weights,
+                                        const NeighborArgNames& names) {
+  const char* node = names.node;
+  FLOCK_ASSIGN_OR_RETURN(auto src,
+                         CheckedWeights(names.src_weights, *weights.src_weights, rank, size, node));
+  for (auto& [peer, w] : src) {
+    if (!std::binary_search(in.begin(), in.end(), peer)) {
+      return Status::InvalidArgument(std::string(names.src_weights) + " names " + node + " " +
+                                     std::to_string(peer) + ", which is not an in-neighbour of " +
+                                     node + " " + std::to_string(rank) + " in the topology (pass " +
+                                     names.dst_weights + " too for a dynamic topology)");
+    }
+  }
+  plan.self_weight = *weights.self_weight;
+  for (int peer : in) {
+    auto it = std::find_if(src.begin(), src.end(), [&](auto& e) { return e.first == peer; });
+    plan.recvs.push_back({peer, it == src.end() ? 0.0 : it->second});
+  }
+  return plan;
+}
+
+}  // namespace
+
 Result<NeighborPlan> PlanNeighborAllreduce(const topology::Graph* graph, int rank, int size,
                                            const NeighborWeights& weights, bool check,
                                            const NeighborArgNames& names) {
   NeighborPlan plan;
   plan.check = check;
-  const char* node = names.node;
   if (weights.self_weight.has_value() != weights.src_weights.has_value()) {
     return Status::InvalidArgument(std::string("self_weight and ") + names.src_weights +
                                    " must be given together (or neither, for the topology's "
                                    "weights)");
   }
   if (weights.self_weight) FLOCK_RETURN_IF_ERROR(CheckWeight("self_weight", *weights.self_weight));
-
-  if (weights.dst_weights) {  // dynamic: the call names every peer
-    if (!weights.self_weight) {
-      return Status::InvalidArgument(std::string(names.dst_weights) +
-                                     " (a dynamic topology) needs self_weight and " +
-                                     names.src_weights + " too");
-    }
-    FLOCK_ASSIGN_OR_RETURN(
-        auto dst, CheckedWeights(names.dst_weights, *weights.dst_weights, rank, size, node));
-    FLOCK_ASSIGN_OR_RETURN(
-        auto src, CheckedWeights(names.src_weights, *weights.src_weights, rank, size, node));
-    plan.dynamic = true;
-    plan.self_weight = *weights.self_weight;
-    for (auto& [peer, w] : dst) plan.sends.push_back({peer, w});
-    for (auto& [peer, w] : src) plan.recvs.push_back({peer, w});
-    return plan;
-  }
+  if (weights.dst_weights) return PlanDynamic(std::move(plan), rank, size, weights, names);
 
   FLOCK_RETURN_IF_ERROR(NeedTopology(graph, size, names));
   plan.sends = StaticSends(*graph, rank);
   const std::vector<int> in = graph->in_neighbors(rank);
   plan.recvs.reserve(in.size());
-  if (weights.self_weight) {  // static peers, the caller's weights
-    FLOCK_ASSIGN_OR_RETURN(
-        auto src, CheckedWeights(names.src_weights, *weights.src_weights, rank, size, node));
-    for (auto& [peer, w] : src) {
-      if (!std::binary_search(in.begin(), in.end(), peer)) {
-        return Status::InvalidArgument(
-            std::string(names.src_weights) + " names " + node + " " + std::to_string(peer) +
-            ", which is not an in-neighbour of " + node + " " + std::to_string(rank) +
-            " in the topology (pass " + names.dst_weights + " too for a dynamic topology)");
-      }
-    }
-    plan.self_weight = *weights.self_weight;
-    for (int peer : in) {
-      auto it = std::find_if(src.begin(), src.end(), [&](auto& e) { return e.first == peer; });
-      plan.recvs.push_back(
-          {peer, it == src.end() ? 0.0 : it->second});  // unlisted: received, unused
-    }
-    return plan;
-  }
-  if (graph->is_weighted()) {
+  if (weights.self_weight)
+    return PlanStaticWeighted(std::move(plan), rank, size, in, weights, names);
+  if (graph->is_weighted()) {  // the topology's own weights
     plan.self_weight = graph->self_weight(rank);
     for (int peer : in) plan.recvs.push_back({peer, graph->weight(peer, rank)});
   } else {

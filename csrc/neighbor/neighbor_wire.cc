@@ -1,7 +1,7 @@
 #include "flock/neighbor/neighbor_wire.h"
 
-#include "flock/common/tensor_view.h"
 #include "flock/common/byte_io.h"
+#include "flock/common/tensor_view.h"
 
 namespace flock {
 namespace {

@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "flock/requests/exchange_step.h"
 #include "flock/neighbor/neighbor_plan.h"
+#include "flock/requests/exchange_step.h"
 
 namespace flock {
 

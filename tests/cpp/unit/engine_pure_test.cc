@@ -5,10 +5,10 @@
 #include <limits>
 
 #include "flock/common/byte_io.h"
+#include "flock/common/timeline.h"
 #include "flock/engine/coordinator.h"
 #include "flock/engine/fusion_planner.h"
 #include "flock/engine/response_cache.h"
-#include "flock/common/timeline.h"
 #include "flock/engine/wire.h"
 
 namespace flock {

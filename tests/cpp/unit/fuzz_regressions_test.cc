@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "flock/collectives/collectives.h"
 #include "flock/common/config.h"
 #include "flock/engine/wire.h"
 #include "flock/neighbor/neighbor_wire.h"
-#include "flock/collectives/collectives.h"
 #include "flock/requests/op_signature.h"
 #include "flock/topology/errors.h"
 #include "flock/topology/json_io.h"

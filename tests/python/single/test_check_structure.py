@@ -33,6 +33,16 @@ FILES = {
 }
 
 
+KNOWN_LISTS_DRIVER = """
+import sys
+sys.path.insert(0, {tools!r})
+import check_structure as check
+check.KNOWN_VIOLATIONS = {{("neighbor", "engine"), ("requests", "neighbor")}}
+check.KNOWN_LONG_FUNCTIONS = {{("csrc/engine/engine.cc", "Engine::Gone")}}
+sys.exit(check.main(["--root", {tree!r}]))
+"""
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     tree = tmp_path_factory.mktemp("tree")
@@ -40,8 +50,9 @@ def report(tmp_path_factory):
         (tree / path).parent.mkdir(parents=True, exist_ok=True)
         (tree / path).write_text(text)
     shutil.copy(ROOT / ".clang-format", tree / ".clang-format")
-    result = subprocess.run([sys.executable, str(CHECK), "--root", str(tree)],
-                            capture_output=True, text=True)
+    # The known lists are the test's own: the real ones are empty, and should stay so.
+    driver = KNOWN_LISTS_DRIVER.format(tools=str(CHECK.parent), tree=str(tree))
+    result = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True)
     return result.returncode, result.stdout.splitlines()
 
 
@@ -86,6 +97,6 @@ def test_include_direction(report):
 
 
 def test_known_violations_that_are_gone_must_leave_the_lists(report):
-    assert lines_with(report, "KNOWN_VIOLATIONS", "('ops', 'transport')", "remove it")
+    assert lines_with(report, "KNOWN_VIOLATIONS", "('requests', 'neighbor')", "remove it")
     assert not lines_with(report, "KNOWN_VIOLATIONS", "('neighbor', 'engine')")
-    assert lines_with(report, "KNOWN_LONG_FUNCTIONS", "Engine::PlanIdle", "remove it")
+    assert lines_with(report, "KNOWN_LONG_FUNCTIONS", "Engine::Gone", "remove it")
