@@ -95,6 +95,8 @@ class Engine {
 
  private:
   void Run();
+  // engine_lifecycle.cc: this rank leaves; rank 0 learns of it (or, lost, is told anyway).
+  void AnnounceShutdown();
   bool Step();
   bool DrainQueue();
   bool SendReady();
