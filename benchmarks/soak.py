@@ -13,12 +13,14 @@ checked against soak_inputs.py's reference.
 
 Resources, read from /proc/self (status: VmRSS, Threads; fd/): after a warm-up (every
 kind in every dtype at --max-bytes, then the first tenth of the ops), every tenth of the
-ops (rank 0 prints that trend) and at the end, each time with every handle synchronized
-and glibc's free memory given back (release_free_memory). The soak passes when every
+ops (rank 0 prints that trend) and at the end, each time with every handle synchronized,
+the idle buffers flock keeps for reuse freed (release_idle_buffers: its output and
+scratch pools, a cache of blocks used in the last 10 s, which a run of random sizes
+fills for a while) and glibc's free memory given back (release_free_memory): resident
+memory then counts what is in use, and a leak still shows. The soak passes when every
 result was right and, on every rank, resident memory grew less than 5 % and the threads
-and open file descriptors did not grow. The lines also show how much of the resident
-memory is idle buffers flock keeps for reuse (its output pool; the neighbor ops' scratch
-pool is not visible from Python).
+and open file descriptors did not grow. The lines also show the idle pooled bytes freed
+before the first and the last measurement.
 
 Output: one line per rank and a verdict line, on rank 0; exit status 0 on a pass, 1
 otherwise. FLOCK_LOCAL_SIZE, unless set: the smallest machine size that makes at least
@@ -70,6 +72,13 @@ def release_free_memory():
         pass  # not glibc: resident memory then includes the allocator's free memory
 
 
+def release_idle_buffers():
+    """Frees the buffers flock keeps for reuse (its output and scratch pools: a cache
+    of blocks used in the last 10 s, up to 1 GiB and 512 MiB), so that resident memory
+    counts what is in use; returns their bytes, shown beside the memory."""
+    return core.release_idle_buffers()
+
+
 def emulated_local_size(size):
     """The smallest machine size that makes at least two equal machines, else 1."""
     return next((d for d in range(2, size) if size % d == 0 and size // d >= 2), 1)
@@ -77,7 +86,7 @@ def emulated_local_size(size):
 
 def resources():
     """[resident bytes, threads, open file descriptors, idle bytes in flock's pool of
-    output buffers (part of the resident bytes: a cache it keeps, up to 1 GiB, of blocks used in the last 10 s)]."""
+    output buffers]."""
     with open("/proc/self/status") as status:
         text = status.read()
     rss = int(re.search(r"^VmRSS:\s+(\d+) kB", text, re.M).group(1)) * 1024
@@ -204,8 +213,11 @@ class Soak:
         self.synchronize_all()
         gc.collect()
         bf.barrier()
+        idle = release_idle_buffers()
         release_free_memory()
-        return resources()
+        measured = resources()
+        measured[3] = idle
+        return measured
 
     def run(self):
         self.change_topologies()
@@ -234,7 +246,7 @@ class Soak:
 def rank_line(r, row):
     wrong, seconds, ops, mib, rss0, th0, fd0, pool0, rss1, th1, fd1, pool1 = row
     return ("soak: rank {}: {:.0f} ops in {:.1f} s ({:.0f} ops/s, {:.0f} MiB/s submitted); "
-            "rss {:.1f} -> {:.1f} MiB ({:+.2f} %; idle output pool {:.1f} -> {:.1f} MiB); "
+            "rss {:.1f} -> {:.1f} MiB ({:+.2f} %; idle pooled buffers freed {:.1f} / {:.1f} MiB); "
             "threads {:.0f} -> {:.0f}; fds {:.0f} -> {:.0f}; {:.0f} wrong".format(
                 r, ops, seconds, ops / max(seconds, 1e-9), mib / max(seconds, 1e-9),
                 rss0 / 2**20, rss1 / 2**20, 100 * (rss1 - rss0) / rss0, pool0 / 2**20,

@@ -66,6 +66,14 @@ void BufferPool::FreeIdleBlocksLocked(Clock::time_point now) {
   }
 }
 
+size_t BufferPool::FreeIdle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t freed = free_bytes_;
+  free_.clear();
+  free_bytes_ = 0;
+  return freed;
+}
+
 size_t BufferPool::free_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return free_bytes_;

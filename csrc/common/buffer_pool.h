@@ -58,6 +58,8 @@ class BufferPool {
 
   PooledBuffer Acquire(size_t bytes);
   size_t free_bytes() const;
+  // Frees every idle block now; returns the bytes freed.
+  size_t FreeIdle();
 
  private:
   friend class PooledBuffer;

@@ -92,6 +92,8 @@ class Engine {
   HandleTable& handles() { return handles_; }
   Timeline& timeline() { return timeline_; }
   const EngineCounters& counters() const { return counters_; }
+  // The neighbor ops' pool of scratch buffers (thread-safe).
+  BufferPool& scratch_pool() { return neighbor_->scratch_pool(); }
 
  private:
   void Run();

@@ -94,32 +94,27 @@ void NeighborExchange::RefuseUnexpected(Step& step, int from, const NeighborEntr
 
 void NeighborExchange::ReduceArrival(Step& step, int index, const NeighborEntry& entry) {
   Incoming& in = step.in[static_cast<size_t>(index)];
-  const int from = in.spec->peer;
-  if (entry.lane_tag >= 0 && LandsInAccumulator(step, in)) {
-    auto transfer =
-        transport_.StartRecv(step.acc, in.bytes, from, entry.lane_tag, CommGroup::kNeighbor);
-    if (!transfer.ok()) {
-      FailPair(step, from, transfer.status());
-      return;
-    }
-    in.transfer = transfer.value();
-    step.acc_lane = index;
-    MarkMoving(step);
+  step.sum.Announce(index, in.scale, in.bytes);
+  if (entry.lane_tag < 0) {
+    if (step.sum.AddInline(index, entry.payload)) in.resolved = true;
     return;
   }
-  if (entry.lane_tag >= 0) {
-    step.lane_queue.push_back(index);
+  void* acc = step.sum.TakeAccumulatorFor(index);
+  if (acc == nullptr) {
+    step.sum.QueueLane(index);
     StartNextLane(step);
     return;
   }
-  if (step.acc_lane >= 0) {  // acc is still being written: add this once it has landed
-    const char* payload = static_cast<const char*>(entry.payload);
-    step.inline_waiting.emplace_back(index,
-                                     std::vector<char>(payload, payload + entry.payload_bytes));
+  const int from = in.spec->peer;
+  auto transfer = transport_.StartRecv(acc, in.bytes, from, entry.lane_tag, CommGroup::kNeighbor);
+  if (!transfer.ok()) {
+    FailPair(step, from, transfer.status());
+    step.sum.AccumulatorLanded(transfer.status(),
+                               [&](int k) { step.in[static_cast<size_t>(k)].resolved = true; });
     return;
   }
-  Contribute(step, in, entry.payload);
-  in.resolved = true;
+  in.transfer = transfer.value();
+  MarkMoving(step);
 }
 
 void NeighborExchange::PlaceArrival(Step& step, Incoming& in, const NeighborEntry& entry) {
@@ -145,90 +140,33 @@ void NeighborExchange::PlaceArrival(Step& step, Incoming& in, const NeighborEntr
   }
 }
 
-bool NeighborExchange::LandsInAccumulator(const Step& step, const Incoming& in) const {
-  const ExchangeStep& spec = *step.spec;
-  // Only before anything is in acc (self_pending), into a sum built in the
-  // output itself, from a lane covering all of it with a weight that counts.
-  return step.acc == step.target && step.self_pending && step.acc_lane < 0 &&
-         step.scratch_waiting < 0 && step.status.ok() && in.spec->offset == 0 &&
-         in.spec->count == spec.self_count && spec.self_count == spec.target_count &&
-         in.spec->weight * in.scale != 0.0 &&
-         in.bytes == spec.target_count *
-                         static_cast<int64_t>(DataTypeSize(step.call->request.op.tensor.dtype));
-}
-
-void NeighborExchange::AccumulatorLanded(Step& step, Incoming& in, const Status& received) {
-  step.acc_lane = -1;
-  in.resolved = true;
-  if (!received.ok()) {
-    if (step.status.ok()) step.status = received;
-  } else if (step.status.ok()) {
-    step.self_pending = false;
-    const ExchangeStep& spec = *step.spec;
-    step.status = WeightedBlend(step.acc, in.spec->weight * in.scale, step.self, spec.self_weight,
-                                step.call->request.op.tensor.dtype, spec.self_count);
-  }
-  if (step.scratch_waiting >= 0) {
-    Incoming& lane = step.in[static_cast<size_t>(step.scratch_waiting)];
-    step.scratch_waiting = -1;
-    Contribute(step, lane, step.scratch.data());
-    lane.resolved = true;
-    StartNextLane(step);
-    if (step.scratch_transfer < 0) step.scratch.Release();
-  }
-  for (auto& [index, payload] : step.inline_waiting) {
-    Incoming& inline_in = step.in[static_cast<size_t>(index)];
-    Contribute(step, inline_in, payload.data());
-    inline_in.resolved = true;
-  }
-  step.inline_waiting.clear();
-}
-
 void NeighborExchange::StartNextLane(Step& step) {
-  if (step.scratch_transfer >= 0 || step.scratch_waiting >= 0 || step.lane_queue.empty()) return;
-  const int index = step.lane_queue.front();
-  step.lane_queue.erase(step.lane_queue.begin());
-  Incoming& in = step.in[static_cast<size_t>(index)];
-  if (step.scratch.size() < static_cast<size_t>(in.bytes))
-    step.scratch = pool_.Acquire(static_cast<size_t>(in.bytes));
-  auto transfer = transport_.StartRecv(step.scratch.data(), in.bytes, in.spec->peer, in.lane_tag,
-                                       CommGroup::kNeighbor);
-  if (!transfer.ok()) {
+  if (step.scratch_transfer >= 0) return;
+  for (int index = step.sum.NextScratchLane(); index >= 0; index = step.sum.NextScratchLane()) {
+    Incoming& in = step.in[static_cast<size_t>(index)];
+    auto transfer = transport_.StartRecv(step.sum.scratch(), in.bytes, in.spec->peer, in.lane_tag,
+                                         CommGroup::kNeighbor);
+    if (transfer.ok()) {
+      step.scratch_transfer = transfer.value();
+      MarkMoving(step);
+      return;
+    }
+    step.sum.ScratchLaneFailed();
     FailPair(step, in.spec->peer, transfer.status());
-    StartNextLane(step);
-    return;
   }
-  step.scratch_transfer = transfer.value();
-  step.scratch_owner = index;
-  MarkMoving(step);
 }
 
-void NeighborExchange::Contribute(Step& step, const Incoming& in, const void* data) {
-  const double w = in.spec->weight * in.scale;
-  if (!step.status.ok()) return;
-  const ExchangeStep& spec = *step.spec;
-  const DataType dtype = step.call->request.op.tensor.dtype;
-  if (step.self_pending && w != 0.0 && in.spec->offset == 0 && in.spec->count == spec.self_count) {
-    // The first contribution covering the whole target: store and add in one pass.
-    step.self_pending = false;
-    step.status =
-        WeightedPair(step.acc, step.self, spec.self_weight, data, w, dtype, spec.self_count);
-    return;
-  }
-  if (w == 0.0) return;
-  StoreSelf(step);
-  if (!step.status.ok()) return;
-  char* acc = static_cast<char*>(step.acc) + in.spec->offset * DataTypeSize(AccumulatorType(dtype));
-  step.status = WeightedAccumulate(acc, data, dtype, w, in.spec->count);
-}
-
-void NeighborExchange::StoreSelf(Step& step) {
-  if (!step.self_pending) return;
-  step.self_pending = false;
-  if (step.status.ok()) {
-    step.status = WeightedStore(step.acc, step.self, step.call->request.op.tensor.dtype,
-                                step.spec->self_weight, step.spec->self_count);
-  }
+bool NeighborExchange::ScratchProgress(Step& step) {
+  auto done = transport_.TestTransfer(step.scratch_transfer);
+  if (done.ok() && !done.value()) return false;
+  step.scratch_transfer = -1;
+  const int index = step.sum.ScratchLanded(done.ok());
+  if (index < 0) return true;  // it waits for the lane landing in the sum itself
+  Incoming& in = step.in[static_cast<size_t>(index)];
+  if (!done.ok()) FailPair(step, in.spec->peer, done.status());
+  in.resolved = true;
+  StartNextLane(step);
+  return true;
 }
 
 void NeighborExchange::DeliverExpect(Step& step, int from, const NeighborEntry& entry) {
@@ -339,27 +277,7 @@ bool NeighborExchange::ProgressMoving() {
 
 bool NeighborExchange::ProgressStep(Step& step) {
   bool did_work = false;
-  if (step.scratch_transfer >= 0) {
-    auto done = transport_.TestTransfer(step.scratch_transfer);
-    if (!done.ok() || done.value()) {
-      Incoming& in = step.in[static_cast<size_t>(step.scratch_owner)];
-      step.scratch_transfer = -1;
-      did_work = true;
-      if (done.ok() && step.acc_lane >= 0) {
-        // acc is still being written: add this lane once that one has landed.
-        step.scratch_waiting = step.scratch_owner;
-      } else {
-        if (!done.ok()) {
-          FailPair(step, in.spec->peer, done.status());
-        } else {
-          Contribute(step, in, step.scratch.data());
-        }
-        in.resolved = true;
-        StartNextLane(step);
-        if (step.scratch_transfer < 0) step.scratch.Release();  // back to the pool early
-      }
-    }
-  }
+  if (step.scratch_transfer >= 0) did_work = ScratchProgress(step);
   for (size_t i = 0; i < step.in.size(); ++i) {
     Incoming& in = step.in[i];
     if (in.transfer < 0) continue;
@@ -367,8 +285,10 @@ bool NeighborExchange::ProgressStep(Step& step) {
     if (!done.ok() || done.value()) {
       in.transfer = -1;
       did_work = true;
-      if (static_cast<int>(i) == step.acc_lane) {
-        AccumulatorLanded(step, in, done.status());
+      if (static_cast<int>(i) == step.sum.accumulator_lane()) {
+        step.sum.AccumulatorLanded(done.status(),
+                                   [&](int k) { step.in[static_cast<size_t>(k)].resolved = true; });
+        StartNextLane(step);
         continue;
       }
       in.resolved = true;

@@ -120,18 +120,8 @@ void NeighborExchange::PlaceSelf(Step& step, const char* self) {
   const ExchangeStep& spec = *step.spec;
   const DataType dtype = step.call->request.op.tensor.dtype;
   if (spec.mode == ExchangeStep::Mode::kReduce) {
-    // The sum builds up in the target itself unless it needs a wider type or
-    // the target is the input (in place), which must stay intact until sent.
-    const char* input = Buffer(*step.call, StepBuffer::kInput);
-    if (AccumulatorType(dtype) == dtype && step.target != input) {
-      step.acc = step.target;
-    } else {
-      step.acc_storage = pool_.Acquire(spec.target_count * DataTypeSize(AccumulatorType(dtype)));
-      step.acc = step.acc_storage.data();
-    }
-    // Stored with the first contribution, in one pass (or at the end: no sources).
-    step.self = self;
-    step.self_pending = true;
+    step.sum.Begin(pool_, spec, dtype, step.target, Buffer(*step.call, StepBuffer::kInput), self,
+                   &step.status);
   } else if (spec.mode == ExchangeStep::Mode::kPlace && spec.self_count > 0) {
     const size_t elem = DataTypeSize(dtype);
     std::memmove(step.target + spec.self_target_offset * elem, self, spec.self_count * elem);
@@ -313,7 +303,7 @@ NeighborExchange::Transfers NeighborExchange::transfers() const {
     const Step& step = *moving;
     if (found.on_this_host) break;
     if (step.scratch_transfer >= 0)
-      note(step.in[static_cast<size_t>(step.scratch_owner)].spec->peer);
+      note(step.in[static_cast<size_t>(step.sum.scratch_owner())].spec->peer);
     for (const Incoming& in : step.in)
       if (in.transfer >= 0) note(in.spec->peer);
     for (const Outgoing& out : step.out) {
@@ -346,9 +336,7 @@ bool NeighborExchange::TryCompleteAll() {
 
 bool NeighborExchange::Finished(const Step& step) {
   // A send's lane in flight is still being read by its receiver.
-  if (HasTransfers(step) || !step.lane_queue.empty() || step.acc_lane >= 0 ||
-      step.scratch_waiting >= 0)
-    return false;
+  if (HasTransfers(step) || !step.sum.settled()) return false;
   for (const Incoming& in : step.in) {
     if (!in.resolved) return false;
   }
@@ -413,12 +401,7 @@ Status NeighborExchange::FinishStep(Step& step) {
   const ExchangeStep& spec = *step.spec;
   Call& call = *step.call;
   const DataType dtype = call.request.op.tensor.dtype;
-  if (spec.mode == ExchangeStep::Mode::kReduce) {
-    StoreSelf(step);
-    if (!step.status.ok()) return step.status;
-    if (step.acc == step.target) return Status::OK();
-    return StoreAccumulator(step.target, step.acc, dtype, spec.target_count);
-  }
+  if (spec.mode == ExchangeStep::Mode::kReduce) return step.sum.Finish();
   if (spec.mode == ExchangeStep::Mode::kPlace) return Status::OK();
   auto out = std::make_shared<GatheredTensor>();
   out->dtype = dtype;

@@ -54,6 +54,7 @@
 #include "flock/neighbor/mailbox.h"
 #include "flock/neighbor/neighbor_wire.h"
 #include "flock/neighbor/outbox.h"
+#include "flock/neighbor/step_accumulator.h"
 #include "flock/requests/exchange_step.h"
 #include "flock/requests/pending_request.h"
 #include "flock/transport/transport.h"
@@ -110,6 +111,8 @@ class NeighborExchange {
   // short back-off for lanes that cross a network (see Engine::Idle).
   Transfers transfers() const;
   bool has_unsent() const { return !outbox_.empty(); }
+  // The steps' scratch buffers kept for reuse (thread-safe, unlike the rest).
+  BufferPool& scratch_pool() { return pool_; }
   Clock::time_point flush_deadline() const;
 
  private:
@@ -147,24 +150,10 @@ class NeighborExchange {
     const ExchangeStep* spec = nullptr;
     std::string match_name;  // the call's match name + the step's suffix
     char* target = nullptr;
-    void* acc = nullptr;         // kReduce: where the sum builds up (target, or acc_storage)
-    const char* self = nullptr;  // kReduce: this rank's part, weighted by self_weight
-    bool self_pending = false;   // self·self_weight not yet in acc (fused with a contribution)
-    PooledBuffer acc_storage;
     std::vector<Incoming> in;
     std::vector<Outgoing> out;
-    PooledBuffer scratch;  // kReduce: the one lane buffer
-    TransferId scratch_transfer = -1;
-    int scratch_owner = -1;
-    // Lanes waiting for the scratch buffer, oldest first: at most one per
-    // source, and a vector allocates nothing while empty (a deque does).
-    std::vector<int> lane_queue;
-    // kReduce: the incoming whose lane lands in acc itself (in flight), and
-    // what arrived meanwhile, added once it has landed: a lane in scratch,
-    // inline payloads (copied).
-    int acc_lane = -1;
-    int scratch_waiting = -1;
-    std::vector<std::pair<int, std::vector<char>>> inline_waiting;
+    StepAccumulator sum;               // kReduce: the receive-side reduction
+    TransferId scratch_transfer = -1;  // kReduce: the lane landing in sum.scratch()
     Status status;
     Clock::time_point started;
     bool stall_warned = false;
@@ -219,13 +208,10 @@ class NeighborExchange {
   bool on_this_host(int peer) const;
   void QueueReject(int peer, const std::string& match_name, int64_t seq, const Status& status);
   void DrainLane(int from, const NeighborEntry& entry);
+  // Starts the next queued lane into the step's scratch buffer, if it is free.
   void StartNextLane(Step& step);
-  // Can this lane land in the accumulator itself (see Step::acc_lane)?
-  bool LandsInAccumulator(const Step& step, const Incoming& in) const;
-  // The lane in acc is in: blend this rank's part in, then what waited for it.
-  void AccumulatorLanded(Step& step, Incoming& in, const Status& received);
-  void Contribute(Step& step, const Incoming& in, const void* data);
-  void StoreSelf(Step& step);
+  // The lane in the scratch buffer: landed? Added, or waiting for the sum's own lane.
+  bool ScratchProgress(Step& step);
   // Polls the transfers of the steps in moving_ only: a pass need not visit
   // every step in flight (161 for ResNet-50's gradients) to find the few
   // whose lanes are moving.
