@@ -197,6 +197,8 @@ class NeighborExchange {
   void NoteTransportFailure(const Status& status);
   // FailPair without telling the peer (it left, or this rank is leaving).
   void AbandonPair(Step& step, int peer, const Status& status);
+  // A call failed in a step: its later steps are not run, their peers are told why.
+  void RejectLaterSteps(Call& call);
   // The peers a step still waits for (data, a confirmation, a lane).
   static std::vector<int> OpenPeers(const Step& step);
   void OnGoodbye(int from);
