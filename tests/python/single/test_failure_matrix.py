@@ -8,15 +8,19 @@ barrier one rank (the victim) fails; the survivors' ops are then in flight:
 
   kill      SIGKILL       mpirun sees the death and SIGTERMs the survivors: flock
                           raises FlockAbortedError "the job is being terminated" where
-                          each one is (~0.5 s); flockrun names the rank and its host
+                          each one is (measured ~1.0 s); flockrun names the rank and host
   os_exit   os._exit(0)   the same ("exited without finalizing MPI")
   stop      SIGSTOP       ops needing it stall: FlockAbortedError after the limit (2.0-2.3 s;
                           the hierarchical op's later steps 0.5 s more per step; a
                           stopped rank 0: "no answer from rank 0" on the others after
-                          2.75-3.0 s)
-  shutdown  bf.shutdown() ops needing it fail at once ("flock was shut down on rank V",
-                          "rank V shut down before this call")
+                          2.75-3.0 s, and at once for their later global ops)
+  shutdown  bf.shutdown() ops needing it fail at once, < 0.05 s ("flock was shut down on
+                          rank V", "rank V shut down before this call")
   exit      interpreter exit without shutdown(): the same (flock's atexit shuts down)
+
+Nonblocking handles are synchronized in order, so a handle's time is when it was read:
+an op that failed while an earlier one was still waiting reads as late as that one.
+The whole matrix takes about 2.5 minutes on two cores.
 
 Ops: allreduce, broadcast, allgather (global: every survivor needs the victim),
 neighbor_allreduce on a ring of ranks and hierarchical_neighbor_allreduce on a ring of
