@@ -12,13 +12,17 @@ KIND     what rank VICTIM does right after the start barrier:
            shutdown  bf.shutdown(), then waits for the survivors to be done
            exit      returns: the interpreter exits without shutdown() (atexit)
            os_exit   os._exit(0): no shutdown, no MPI_Finalize
-           linkdown  nothing itself: the test takes its host's link down and,
-                     once every survivor is done, ends the job
+           linkdown  (VICTIM -1) no rank fails itself: every rank writes ready.RANK and
+                     waits for the test to take a host's link down and write "down";
+                     once the link is back the test writes "end", and every rank exits
+                     with status 3, which ends the job (MPI_Abort)
 MODE     blocking (one op after the other) or nonblocking (all submitted, then
          synchronized in order)
 OPS      comma-separated: allreduce, broadcast, allgather, neighbor_allreduce,
          hierarchical_neighbor_allreduce (ring topologies over ranks and machines)
-DIR      a directory every rank can reach, for the "done" markers
+DIR      a directory every rank can reach, for the markers (files) that order the
+         ranks and the test: ready.R, down, opK.R (survivors start op K together),
+         done.R, end
 
 Every op runs once before the failure, so the failure meets established
 connections. The survivors do not wait after the barrier: their ops are in
@@ -156,6 +160,7 @@ def survive(kind, victim, mode, ops, directory, pids):
     if kind == "linkdown":  # the test takes the link down between these two markers
         open(marker(directory, "ready.{}".format(rank)), "w").close()
         wait_for([marker(directory, "down")])
+
     def align(k):  # a barrier of the survivors, through files (the victim cannot join)
         open(marker(directory, "op{}.{}".format(k, rank)), "w").close()
         wait_for([marker(directory, "op{}.{}".format(k, r)) for r in survivors])

@@ -45,20 +45,19 @@ class Report:
 def parse(stdout):
     report = Report()
     for kind, rest in _LINE.findall(stdout):
-        words = rest.split(" ", 5)
         if kind == "pid":
-            rank, pid, start, parent, parent_start, host = words
+            rank, pid, start, parent, parent_start, host = rest.split(" ")
             report.pids[int(rank)] = (processes.ProcessId(int(pid), int(start)),
                                       processes.ProcessId(int(parent), int(parent_start)))
             report.hosts[int(rank)] = host
         elif kind == "fail":
-            report.failed_at = float(words[2])
+            report.failed_at = float(rest.split(" ")[2])
         elif kind == "op":
-            rank, op, start, end, outcome = words[0], words[1], words[2], words[3], \
-                " ".join(words[4:])
+            rank, op, start, end, outcome = rest.split(" ", 4)  # the outcome has spaces
             report.ops[(int(rank), op)] = Op(float(start), float(end), outcome)
         else:
-            report.terminated[int(words[0])] = float(words[1])
+            rank, wall = rest.split(" ")
+            report.terminated[int(rank)] = float(wall)
     return report
 
 

@@ -26,8 +26,8 @@ def test_named_ranks(message, ranks):
 
 
 def test_the_host_of_every_other_rank_named_is_added():
-    assert _rank_hosts.with_hosts("'x': rank 2 shut down before its part of this call with rank 1") \
-        == "'x': rank 2 shut down before its part of this call with rank 1 [rank 2 is on host h2]"
+    message = "'x': rank 2 shut down before its part of this call with rank 1"
+    assert _rank_hosts.with_hosts(message) == message + " [rank 2 is on host h2]"
     assert _rank_hosts.with_hosts("'g' stalled for 2 s: ranks 0, 3 never submitted it") == (
         "'g' stalled for 2 s: ranks 0, 3 never submitted it "
         "[rank 0 is on host h1, rank 3 on host h2]")
