@@ -30,7 +30,9 @@
 // single neighbour's tensor is never copied twice. float16/bfloat16 accumulate in
 // float32. A failing pair (mismatch, rejected call) fails the call on both
 // ranks with a message naming them; the call still completes its exchanges
-// with its other peers and its later steps, so no one is left waiting.
+// with its other peers, so no one is left waiting; its later steps do not run
+// (they would send what the failed step left incomplete): their peers are told
+// why instead (RejectLaterSteps).
 //
 // Files: neighbor_exchange.cc (calls, steps, sending, completion),
 // neighbor_delivery.cc (what arrives), neighbor_departure.cc (failed pairs,
