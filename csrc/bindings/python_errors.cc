@@ -32,8 +32,9 @@ std::string WithHosts(StatusCode code, const std::string& message) {
   if (!ReportsAFailedRank(code)) return message;
   try {
     return py::module_::import("flock._rank_hosts").attr("with_hosts")(message).cast<std::string>();
-  } catch (const std::exception&) {  // a Python error, or not a str
-    return message;  // the error itself matters more than where its ranks run
+  } catch (const std::exception&) {
+    // A Python error, or not a str: the error itself matters more than where its ranks run.
+    return message;
   }
 }
 

@@ -36,9 +36,9 @@ void NeighborExchange::RejectLaterSteps(Call& call) {
   std::string cause = call.status.message();  // without a leading "<op> '<name>': "
   const size_t after_self = cause.find_first_not_of(": ", self.size());
   if (cause.rfind(self, 0) == 0 && after_self != std::string::npos) cause.erase(0, after_self);
-  const Status status(call.status.code(), self + ": rank " + std::to_string(rank_) +
-                                              " dropped out of this call after an earlier step "
-                                              "failed: " + cause);
+  const Status status(call.status.code(),
+                      self + ": rank " + std::to_string(rank_) +
+                          " dropped out of this call after an earlier step failed: " + cause);
   for (; call.next_step < steps.size(); ++call.next_step) {
     const ExchangeStep& spec = steps[call.next_step];
     const std::string name = call.match_name + spec.suffix;

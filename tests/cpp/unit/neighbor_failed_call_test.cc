@@ -31,8 +31,8 @@ HandleId SubmitHierarchical(Engine& engine, int rank, std::vector<double>& in,
   OpRequest op = MakeRequest(OpKind::kHierarchicalNeighborAllreduce, "h",
                              TensorView{in.data(), DataType::kFloat64, {count}});
   op.steps = std::make_shared<const std::vector<ExchangeStep>>(
-      HierarchicalSteps(Plan(0.5, {{other, 0.5}}, {other}), count, kLocalSize,
-                        rank % kLocalSize, rank / kLocalSize, true));
+      HierarchicalSteps(Plan(0.5, {{other, 0.5}}, {other}), count, kLocalSize, rank % kLocalSize,
+                        rank / kLocalSize, true));
   auto handle =
       engine.Submit(std::move(op), TensorView{out.data(), DataType::kFloat64, {count}}, nullptr);
   EXPECT_TRUE(handle.ok()) << handle.status().ToString();
