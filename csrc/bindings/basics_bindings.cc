@@ -63,6 +63,9 @@ void BindQuestions(py::module_& m) {
   m.def("machine_size", [] { return RequireRuntime().machine().machine_size; });
   m.def("machine_rank", [] { return RequireRuntime().machine().machine_rank; });
   m.def("is_homogeneous", [] { return RequireRuntime().machine().homogeneous; });
+  m.def(
+      "host_names", [] { return RequireRuntime().machine().hosts; },
+      "Each rank's host name, by rank (gathered at init).");
   m.def("mpi_threads_supported", [] { return RequireRuntime().transport().threads_supported(); });
   m.def("unified_mpi_window_model_supported",
         [] { return RequireRuntime().transport().unified_window_model(); });

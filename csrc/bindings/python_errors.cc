@@ -1,5 +1,8 @@
 #include "flock/bindings/python_errors.h"
 
+#include <exception>
+#include <string>
+
 namespace py = pybind11;
 
 namespace flock {
@@ -17,6 +20,24 @@ const char* PythonClassName(StatusCode code) {
   }
 }
 
+// The errors that report another rank failing (stopped, gone, shut down, its
+// transport broken): their message gets the host of every rank it names. A
+// mismatch or a bad argument is about the program, not about where it runs.
+bool ReportsAFailedRank(StatusCode code) {
+  return code == StatusCode::kAborted || code == StatusCode::kTransportError ||
+         code == StatusCode::kInternal;
+}
+
+std::string WithHosts(StatusCode code, const std::string& message) {
+  if (!ReportsAFailedRank(code)) return message;
+  try {
+    return py::module_::import("flock._rank_hosts").attr("with_hosts")(message).cast<std::string>();
+  } catch (const std::exception&) {
+    // A Python error, or not a str: the error itself matters more than where its ranks run.
+    return message;
+  }
+}
+
 }  // namespace
 
 void RegisterErrorTranslator(py::module_& /*module*/) {
@@ -26,7 +47,7 @@ void RegisterErrorTranslator(py::module_& /*module*/) {
     } catch (const StatusError& e) {
       py::object errors = py::module_::import("flock.errors");
       py::object cls = errors.attr(PythonClassName(e.status().code()));
-      PyErr_SetString(cls.ptr(), e.status().message().c_str());
+      PyErr_SetString(cls.ptr(), WithHosts(e.status().code(), e.status().message()).c_str());
     }
   });
 }

@@ -29,7 +29,7 @@ const std::vector<SettingInfo> kSettings = {
     {"FLOCK_STALL_SHUTDOWN_S", "float", "0",
      "Turn a stall that lasts this long into an error on the waiting ranks, global and neighbor "
      "ops alike, whatever FLOCK_STALL_WARNING_S is; ranks other than 0 also give up on a silent "
-     "coordinator after this long + 1.5 s (0: never)."},
+     "coordinator after this long + 0.75 s (0: never)."},
     {"FLOCK_MALLOC_TUNING", "int", "1",
      "1: keep large freed buffers in the process (glibc mmap/trim thresholds 1 GiB, one arena) so "
      "MPI's per-call temporaries and new tensors do not page-fault again; 0: leave malloc alone. "

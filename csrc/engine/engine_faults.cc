@@ -4,6 +4,7 @@
 // on every rank concerned, or the job ends (MPI_Abort) where other ranks
 // could otherwise wait forever. docs/errors.md lists each case.
 #include <algorithm>
+#include <cmath>
 
 #include "flock/common/logging.h"
 #include "flock/engine/engine.h"
@@ -11,9 +12,13 @@
 namespace flock {
 namespace {
 
-// Rank 0 checks its stalls once a second: a rank that heard nothing from it
-// this long past FLOCK_STALL_SHUTDOWN_S takes it for stopped or hung.
-constexpr double kCoordinatorGraceS = 1.5;
+// Stalls are checked this often, so an op fails within a quarter second of
+// FLOCK_STALL_SHUTDOWN_S (warnings still come once a second).
+constexpr double kStallCheckPeriodS = 0.25;
+// Rank 0's verdict on a stall leaves it within a check period of the limit: a
+// rank that heard nothing from it this long past FLOCK_STALL_SHUTDOWN_S takes
+// it for stopped or hung (half a second left for the verdict to arrive).
+constexpr double kCoordinatorGraceS = 0.75;
 
 double SecondsSince(Clock::time_point then, Clock::time_point now) {
   return std::chrono::duration<double>(now - then).count();
@@ -21,13 +26,14 @@ double SecondsSince(Clock::time_point then, Clock::time_point now) {
 
 }  // namespace
 
-// Once a second. Rank 0 (the coordinator) warns about names some ranks
-// submitted and others not after FLOCK_STALL_WARNING_S, and fails them after
-// FLOCK_STALL_SHUTDOWN_S, each on its own clock. The other ranks watch the
-// coordinator itself (CheckCoordinatorSilence).
+// Every kStallCheckPeriodS. Rank 0 (the coordinator) warns about names some
+// ranks submitted and others not after FLOCK_STALL_WARNING_S (once a second),
+// and fails them after FLOCK_STALL_SHUTDOWN_S, each on its own clock. The
+// other ranks watch the coordinator itself (CheckCoordinatorSilence).
 void Engine::CheckStalls() {
   const auto now = Clock::now();
-  if (SecondsSince(last_stall_check_, now) < 1.0) return;
+  const double since_last_check = SecondsSince(last_stall_check_, now);
+  if (since_last_check < kStallCheckPeriodS) return;
   last_stall_check_ = now;
   if (rank_ != 0) {
     CheckCoordinatorSilence(now);
@@ -38,7 +44,11 @@ void Engine::CheckStalls() {
     std::string ready, missing;
     for (int r : stall.ready_ranks) ready += (ready.empty() ? "" : ", ") + std::to_string(r);
     for (int r : stall.missing_ranks) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    if (stall.seconds >= warn) {
+    // Once a second: when the stall first passes the warning period, then
+    // whenever its age passes a whole second.
+    const double before = stall.seconds - since_last_check;
+    const bool warn_now = before < warn || std::floor(stall.seconds) > std::floor(before);
+    if (stall.seconds >= warn && warn_now) {
       FLOCK_LOG(kWarning, "stall")
           << "'" << stall.name << "' has waited " << static_cast<int>(stall.seconds)
           << " s: submitted by ranks " << ready << " but not by ranks " << missing;
@@ -74,7 +84,7 @@ void Engine::CheckCoordinatorSilence(Clock::time_point now) {
 
 void Engine::CheckNeighborStalls() {
   const auto now = Clock::now();
-  if (std::chrono::duration<double>(now - last_neighbor_stall_check_).count() < 1.0) return;
+  if (SecondsSince(last_neighbor_stall_check_, now) < kStallCheckPeriodS) return;
   last_neighbor_stall_check_ = now;
   neighbor_->CheckStalls(config_.stall_warning_s, config_.stall_shutdown_s);
 }

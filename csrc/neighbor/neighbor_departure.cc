@@ -25,6 +25,34 @@ void NeighborExchange::AbandonPair(Step& step, int peer, const Status& status) {
   }
 }
 
+// A later step of a failed call would send what it built from the failed
+// step's incomplete result (a hierarchical op's machine mean without a
+// stopped rank's part), and its peers would take that for a good result. So
+// each of its peers gets a reject naming the cause instead, and fails its call
+// now rather than waiting for this rank.
+void NeighborExchange::RejectLaterSteps(Call& call) {
+  const std::vector<ExchangeStep>& steps = *call.request.op.steps;
+  const std::string self = Describe(call);
+  std::string cause = call.status.message();  // without a leading "<op> '<name>': "
+  const size_t after_self = cause.find_first_not_of(": ", self.size());
+  if (cause.rfind(self, 0) == 0 && after_self != std::string::npos) cause.erase(0, after_self);
+  const Status status(call.status.code(),
+                      self + ": rank " + std::to_string(rank_) +
+                          " dropped out of this call after an earlier step failed: " + cause);
+  for (; call.next_step < steps.size(); ++call.next_step) {
+    const ExchangeStep& spec = steps[call.next_step];
+    const std::string name = call.match_name + spec.suffix;
+    mailbox_.MarkDone(name, call.seq);
+    std::vector<int> peers;
+    for (const StepSend& send : spec.sends) peers.push_back(send.peer);
+    for (const StepRecv& recv : spec.recvs) peers.push_back(recv.peer);
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    for (int peer : peers) QueueReject(peer, name, call.seq, status);
+    for (Arrival& a : mailbox_.Take(name, call.seq)) HandleStale(a.from, a.entry);
+  }
+}
+
 std::vector<int> NeighborExchange::OpenPeers(const Step& step) {
   std::vector<int> peers;
   for (const Incoming& in : step.in)
@@ -36,12 +64,21 @@ std::vector<int> NeighborExchange::OpenPeers(const Step& step) {
   return peers;
 }
 
+// A later step of a call (the hierarchical op's machine and gather steps)
+// waits for peers that first had to finish their own earlier steps under the
+// same limit: it waits this much longer per step, so that a failure there
+// reaches it first (RejectLaterSteps) and its error names the rank that
+// failed, not a peer held up by it. More than the engine's stall check period.
+constexpr double kLaterStepGraceS = 0.5;
+
 void NeighborExchange::CheckStalls(double warn_s, double fail_s) {
   const auto now = Clock::now();
   std::vector<std::string> failed;
   for (auto& [key, step] : steps_) {
     const double waited = std::chrono::duration<double>(now - step.started).count();
-    if (waited < warn_s && !(fail_s > 0 && waited >= fail_s)) continue;
+    const double limit =
+        fail_s > 0 ? fail_s + kLaterStepGraceS * static_cast<double>(step.call->next_step - 1) : 0;
+    if (waited < warn_s && !(limit > 0 && waited >= limit)) continue;
     const std::vector<int> missing = OpenPeers(step);
     if (!step.stall_warned && waited >= warn_s) {
       step.stall_warned = true;
@@ -49,7 +86,7 @@ void NeighborExchange::CheckStalls(double warn_s, double fail_s) {
           << Describe(*step.call) << " (" << step.match_name << ") has waited "
           << static_cast<int>(waited) << " s for ranks " << BracketedList(missing);
     }
-    if (fail_s > 0 && waited >= fail_s) {
+    if (limit > 0 && waited >= limit) {
       const Status status = Status::Aborted(
           Describe(*step.call) + " stalled for " + std::to_string(static_cast<int>(waited)) +
           " s waiting for ranks " + BracketedList(missing) + " (FLOCK_STALL_SHUTDOWN_S)");

@@ -387,13 +387,17 @@ bool NeighborExchange::TryComplete(const std::string& key) {
   mailbox_.MarkDone(step.match_name, call->seq);
   steps_.erase(it);
   if (call->status.ok() && !status.ok()) call->status = status;
-  // Later steps run even after a failure: their peers are waiting for them
-  // (unless this rank is leaving: its goodbye tells them not to wait).
+  // The peers of later steps wait for them: a failed call tells them why
+  // instead of running them (RejectLaterSteps); a rank that is leaving tells
+  // them with its goodbye.
   if (call->next_step < call->request.op.steps->size() && !departed_) {
-    StartStep(call);
-  } else {
-    FinishCall(*call);
+    if (call->status.ok()) {
+      StartStep(call);
+      return true;
+    }
+    RejectLaterSteps(*call);
   }
+  FinishCall(*call);
   return true;
 }
 

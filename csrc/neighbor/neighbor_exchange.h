@@ -31,7 +31,9 @@
 // single neighbour's tensor is never copied twice. float16/bfloat16 accumulate in
 // float32. A failing pair (mismatch, rejected call) fails the call on both
 // ranks with a message naming them; the call still completes its exchanges
-// with its other peers and its later steps, so no one is left waiting.
+// with its other peers, so no one is left waiting; its later steps do not run
+// (they would send what the failed step left incomplete): their peers are told
+// why instead (RejectLaterSteps).
 //
 // Files: neighbor_exchange.cc (calls, steps, sending, completion),
 // neighbor_delivery.cc (what arrives), neighbor_departure.cc (failed pairs,
@@ -197,6 +199,8 @@ class NeighborExchange {
   void NoteTransportFailure(const Status& status);
   // FailPair without telling the peer (it left, or this rank is leaving).
   void AbandonPair(Step& step, int peer, const Status& status);
+  // A call failed in a step: its later steps are not run, their peers are told why.
+  void RejectLaterSteps(Call& call);
   // The peers a step still waits for (data, a confirmation, a lane).
   static std::vector<int> OpenPeers(const Step& step);
   void OnGoodbye(int from);

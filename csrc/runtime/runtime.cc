@@ -1,5 +1,8 @@
 #include "flock/runtime/runtime.h"
 
+#include <unistd.h>
+
+#include <cstring>
 #include <vector>
 
 #include "flock/common/logging.h"
@@ -19,6 +22,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(const Config& config) {
   if (!transport.ok()) return transport.status();
   std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(transport).value()));
   FLOCK_RETURN_IF_ERROR(runtime->DiscoverMachines());
+  FLOCK_RETURN_IF_ERROR(runtime->DiscoverHosts());
   runtime->engine_ = std::make_unique<Engine>(*runtime->transport_, runtime->config_);
   FLOCK_RETURN_IF_ERROR(runtime->engine_->Start());
   FLOCK_LOG(kDebug, "runtime") << "initialized: size " << runtime->size() << ", local size "
@@ -51,6 +55,23 @@ Status Runtime::DiscoverMachines() {
     if (local_size != machine_.local_size || r != machine * local_size + local_rank) {
       machine_.homogeneous = false;
     }
+  }
+  return Status::OK();
+}
+
+// One allgather of fixed-size names at start-up, so that a rank that fails
+// later can be reported with its host without asking anyone.
+Status Runtime::DiscoverHosts() {
+  constexpr size_t kNameBytes = 256;  // a host name is at most 255 bytes (POSIX HOST_NAME_MAX)
+  std::vector<char> mine(kNameBytes, '\0');
+  if (gethostname(mine.data(), kNameBytes - 1) != 0) mine.assign(kNameBytes, '\0');
+  std::vector<char> all(kNameBytes * static_cast<size_t>(size()));
+  FLOCK_RETURN_IF_ERROR(
+      transport_->Allgather(mine.data(), kNameBytes, all.data(), CommGroup::kWorld));
+  machine_.hosts.clear();
+  for (int r = 0; r < size(); ++r) {
+    const char* name = all.data() + kNameBytes * static_cast<size_t>(r);
+    machine_.hosts.emplace_back(name, strnlen(name, kNameBytes - 1));
   }
   return Status::OK();
 }

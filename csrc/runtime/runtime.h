@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "flock/common/config.h"
 #include "flock/common/status.h"
@@ -25,6 +26,9 @@ struct MachineLayout {
   int machine_size = 1;     // size / local_size, as Bluefog defines it
   int machine_rank = 0;     // rank / local_size
   bool homogeneous = true;  // equal local sizes, ranks laid out machine by machine
+  // Each rank's host name (gethostname), by rank: errors that report a failed
+  // rank name its host too (python/flock/_rank_hosts.py).
+  std::vector<std::string> hosts;
 };
 
 class Runtime {
@@ -69,6 +73,7 @@ class Runtime {
  private:
   Runtime(Config config, std::unique_ptr<Transport> transport);
   Status DiscoverMachines();
+  Status DiscoverHosts();
 
   Config config_;
   std::unique_ptr<Transport> transport_;

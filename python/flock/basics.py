@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 
-from flock import _launch_notes
+from flock import _launch_notes, _rank_hosts
 from flock._core_loader import core
 from flock._public import publish
 
@@ -39,6 +39,7 @@ def init(topology_fn=None, is_weighted=False):
         _atexit_registered = True
     was_initialized = core.is_initialized()
     core.init()
+    _rank_hosts.remember(core.host_names(), core.rank())
     _install_failure_hooks()
     if not was_initialized:
         _launch_notes.note_single_rank(core.size())

@@ -4,7 +4,9 @@
 would live on and take the two cores the rest of the suite needs. ``run_session`` starts
 the command in a session of its own and, on timeout, ends every process of that session
 (flockrun.processes: SIGTERM, then SIGKILL) before raising ``subprocess.TimeoutExpired``,
-like ``subprocess.run`` does.
+like ``subprocess.run`` does. When the command ends by itself, the result's
+``leftovers`` holds the processes of its session still running (the ranks of a job
+that did not end them all), for the tests that check nothing is left behind.
 """
 
 import subprocess
@@ -24,4 +26,6 @@ def run_session(argv, timeout, **kwargs):
         processes.end_processes([members], grace=5.0)
         out, err = proc.communicate()
         raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err) from None
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    result = subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    result.leftovers = processes.session_members(leader) if leader is not None else set()
+    return result
