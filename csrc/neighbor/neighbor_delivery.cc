@@ -286,9 +286,11 @@ bool NeighborExchange::ProgressStep(Step& step) {
       in.transfer = -1;
       did_work = true;
       if (static_cast<int>(i) == step.sum.accumulator_lane()) {
+        // A lane that landed in scratch meanwhile is added now: scratch is free.
+        const bool scratch_frees = step.sum.scratch_waiting();
         step.sum.AccumulatorLanded(done.status(),
                                    [&](int k) { step.in[static_cast<size_t>(k)].resolved = true; });
-        StartNextLane(step);
+        if (scratch_frees) StartNextLane(step);
         continue;
       }
       in.resolved = true;

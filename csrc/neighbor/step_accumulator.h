@@ -67,6 +67,8 @@ class StepAccumulator {
     return lane_queue_.empty() && acc_lane_ < 0 && scratch_waiting_ < 0 && scratch_owner_ < 0;
   }
   bool has_accumulator_lane() const { return acc_lane_ >= 0; }
+  // A lane landed in scratch while the accumulator's lane was in flight.
+  bool scratch_waiting() const { return scratch_waiting_ >= 0; }
   int accumulator_lane() const { return acc_lane_; }
   // Every source is in: this rank's part if still pending, then the sum into the target.
   Status Finish();
