@@ -18,10 +18,10 @@ Engine::Engine(Transport& transport, const Config& config)
   if (rank_ == 0) {
     coordinator_ = std::make_unique<Coordinator>(size_, config.fusion_threshold_bytes,
                                                  static_cast<size_t>(config.cache_capacity));
-    coordinator_service_ = std::make_unique<CoordinatorService>(
-        transport, *coordinator_, counters_,
-        [this](const Status& status, const std::string& doing) { FailTransport(status, doing); });
   }
+  control_ = std::make_unique<ControlLink>(
+      transport, coordinator_.get(), counters_,
+      [this](const Status& status, const std::string& doing) { FailTransport(status, doing); });
   NeighborExchange::Options neighbor_options;
   neighbor_options.inline_limit_bytes = config.neighbor_inline_bytes;
   neighbor_options.message_limit_bytes = config.fusion_threshold_bytes;
@@ -32,7 +32,7 @@ Engine::Engine(Transport& transport, const Config& config)
   neighbor_ = std::make_unique<NeighborExchange>(
       transport, neighbor_options, counters_, timeline_,
       [this](PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered) {
-        Finish(request, std::move(status), std::move(gathered));
+        finisher_.Finish(request, std::move(status), std::move(gathered));
       });
   handles_.SetWaitListener([this] {
     RequestFlush();
@@ -115,7 +115,7 @@ bool Engine::DrainQueue() {
       continue;
     }
     if (!shutting_down_reason_.empty()) {
-      Finish(request, Status::Aborted(shutting_down_reason_), nullptr);
+      finisher_.Finish(request, Status::Aborted(shutting_down_reason_), nullptr);
       continue;
     }
     timeline_.Begin(name, "NEGOTIATING");
@@ -143,70 +143,28 @@ bool Engine::SendReady() {
   ++counters_.ready_messages;
   counters_.ready_entries += static_cast<int64_t>(entries.size());
   for (const ReadyEntry& e : entries) counters_.cache_hits += e.cache_id >= 0 ? 1 : 0;
-  if (rank_ == 0) {
-    Status s = coordinator_->AddReady(0, entries, Clock::now());
-    if (!s.ok()) coordinator_->Break("rank 0 refused its own announcement: " + s.message());
-  } else {
-    std::vector<char> bytes = EncodeReady(entries);
-    counters_.control_bytes += static_cast<int64_t>(bytes.size());
-    Status s = transport_.PostSend(std::move(bytes), 0, kReadyTag, CommGroup::kControl);
-    if (!s.ok()) FailTransport(s, "announcing requests to rank 0");
-  }
+  control_->Announce(entries);
   return true;
 }
 
 bool Engine::PollControl() {
-  if (rank_ != 0) return PollResponses();
-  std::vector<Response> answers;
-  const bool did_work = coordinator_service_->Poll(&answers);
-  if (!answers.empty()) Handle(answers);
-  return did_work;
-}
-
-// Ranks other than 0: the coordinator's answers.
-bool Engine::PollResponses() {
-  bool did_work = false;
-  int from = 0;
-  std::vector<char> bytes;
-  while (true) {
-    auto got = transport_.TryReceive(0, kResponseTag, CommGroup::kControl, &from, &bytes);
-    if (!got.ok()) {
-      FailTransport(got.status(), "receiving rank 0's answers");
-      return true;
-    }
-    if (!got.value()) break;
-    last_heard_from_coordinator_ = Clock::now();
-    did_work = true;
-    auto responses = DecodeResponses(bytes);
-    if (!responses.ok()) {  // it may have scheduled a collective the others already run
-      EndJob(Status::Internal("rank " + std::to_string(rank_) +
-                              " could not read an answer of rank 0 (" +
-                              responses.status().message() + "); ending the job"));
-      return true;
-    }
-    Handle(responses.value());
+  Result<bool> polled = control_->Poll(&answers_);
+  if (!polled.ok()) {
+    EndJob(polled.status());
+    return true;
   }
-  return did_work;
+  if (!answers_.empty()) Handle(answers_);
+  return polled.value();
 }
 
 void Engine::Handle(const std::vector<Response>& responses) {
-  ++counters_.response_messages;
   for (const Response& response : responses) {
     switch (response.type) {
       case ResponseType::kExecute: Execute(response); break;
       case ResponseType::kError:
-        for (const std::string& name : response.names) {
-          PendingRequest* request = negotiator_.Find(name);
-          if (request == nullptr) continue;  // this rank never submitted it (stall, shutdown)
-          // A rank that rejected its own input reports its own reason.
-          const Status& local = request->op.local_status;
-          Status status = local.ok()
-                              ? Status(response.code, response.error)
-                              : Status(local.code(), std::string(OpKindName(request->op.kind)) +
-                                                         " '" + name + "': " + local.message());
-          Finish(*request, std::move(status), nullptr);
-          negotiator_.Erase(name);
-        }
+        negotiator_.TakeFailed(response, [&](PendingRequest& request, Status status) {
+          finisher_.Finish(request, std::move(status), nullptr);
+        });
         break;
       case ResponseType::kShuttingDown:
         shutting_down_reason_ = response.error;
@@ -220,32 +178,12 @@ void Engine::Handle(const std::vector<Response>& responses) {
   }
 }
 
-void Engine::Finish(PendingRequest& request, Status status,
-                    std::shared_ptr<GatheredTensor> gathered) {
-  if (!status.ok()) ++counters_.errors;
-  timeline_.End(request.op.name);  // the op's span
-  requests_.Release(request.op.name);
-  handles_.Complete(request.handle, std::move(status), std::move(gathered));
-}
-
-void Engine::FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status) {
-  if (!status.ok()) counters_.errors += static_cast<int64_t>(batch.size());
-  std::vector<HandleId> ids;
-  ids.reserve(batch.size());
-  for (PendingRequest* r : batch) {
-    timeline_.End(r->op.name);
-    ids.push_back(r->handle);
-  }
-  requests_.ReleaseAll(batch);
-  handles_.CompleteAll(ids, status);
-}
-
 void Engine::FailAllPending(const std::string& reason) {
   FailAllPending(Status::Aborted(reason));
 }
 
 void Engine::FailAllPending(const Status& status) {
-  negotiator_.TakeAll([&](PendingRequest& request) { Finish(request, status, nullptr); });
+  negotiator_.TakeAll([&](PendingRequest& request) { finisher_.Finish(request, status, nullptr); });
 }
 
 }  // namespace flock

@@ -49,11 +49,12 @@
 #include "flock/common/counters.h"
 #include "flock/common/parker.h"
 #include "flock/common/timeline.h"
+#include "flock/engine/control_link.h"
 #include "flock/engine/coordinator.h"
-#include "flock/engine/coordinator_service.h"
 #include "flock/engine/handle_table.h"
 #include "flock/engine/idle_policy.h"
 #include "flock/engine/negotiator.h"
+#include "flock/engine/request_finisher.h"
 #include "flock/engine/request_queue.h"
 #include "flock/neighbor/neighbor_exchange.h"
 #include "flock/requests/op_signature.h"
@@ -111,13 +112,8 @@ class Engine {
   // executor.cc: one response's transport calls; an allgather's output in `gathered`.
   Status RunBatch(const Response& response, const std::vector<PendingRequest*>& batch,
                   std::shared_ptr<GatheredTensor>* gathered);
-  void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered);
-  void FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status);
   void FailAllPending(const std::string& reason);
   void FailAllPending(const Status& status);
-  // Rank 0 polls the other ranks' control messages (coordinator_service_);
-  // the others, its answers.
-  bool PollResponses();
   // engine_faults.cc: see there.
   void FailTransport(const Status& status, const std::string& doing);
   void EndJob(const Status& why);
@@ -143,6 +139,7 @@ class Engine {
   // Shared with user threads.
   Parker wake_;            // user threads wake the engine's Idle sleep
   RequestQueue requests_;  // their requests, flushes and stop
+  RequestFinisher finisher_{timeline_, requests_, handles_, counters_};
 
   // Held by whichever thread runs the loop: the engine thread, except while it
   // yields or sleeps, when a waiting caller may drive instead (TryDrive).
@@ -153,9 +150,10 @@ class Engine {
   // The driver's (the engine thread's, or a driving caller's).
   Negotiator negotiator_;   // global requests: the fusion window, then pending an answer
   bool flush_now_ = false;  // a thread waits: announce without waiting for more
-  std::unique_ptr<Coordinator> coordinator_;                 // rank 0
-  std::unique_ptr<CoordinatorService> coordinator_service_;  // rank 0
-  std::unique_ptr<NeighborExchange> neighbor_;               // neighbor ops: no coordinator
+  std::unique_ptr<Coordinator> coordinator_;    // rank 0
+  std::unique_ptr<ControlLink> control_;        // to and from the coordinator
+  std::vector<Response> answers_;               // reused by PollControl
+  std::unique_ptr<NeighborExchange> neighbor_;  // neighbor ops: no coordinator
   Clock::time_point last_neighbor_stall_check_;
   bool shutdown_announced_ = false;
   bool finished_ = false;
@@ -163,9 +161,8 @@ class Engine {
   std::vector<char> fusion_buffer_;
   IdleState idle_state_;  // the idle policy's memory (last activity, network back-off)
   Clock::time_point last_stall_check_;
-  Clock::time_point last_heard_from_coordinator_;  // ranks > 0: rank 0's last message
-  bool coordinator_lost_ = false;                  // rank 0 stopped answering: shut down without it
-  bool job_ended_ = false;                         // EndJob ran (once)
+  bool coordinator_lost_ = false;  // rank 0 stopped answering: shut down without it
+  bool job_ended_ = false;         // EndJob ran (once)
 };
 
 }  // namespace flock

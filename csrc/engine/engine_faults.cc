@@ -69,7 +69,7 @@ void Engine::CheckStalls() {
 void Engine::CheckCoordinatorSilence(Clock::time_point now) {
   const double limit = config_.stall_shutdown_s;
   if (limit <= 0 || negotiator_.empty() || !shutting_down_reason_.empty()) return;
-  const double silent = SecondsSince(last_heard_from_coordinator_, now);
+  const double silent = SecondsSince(control_->last_heard(), now);
   if (silent < limit + kCoordinatorGraceS) return;
   if (SecondsSince(negotiator_.oldest_submission(now), now) < limit + kCoordinatorGraceS) return;
   shutting_down_reason_ = "no answer from rank 0, which coordinates global ops, for " +

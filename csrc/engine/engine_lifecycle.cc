@@ -25,7 +25,7 @@ Status Engine::Start() {
   }
   last_stall_check_ = Clock::now();
   last_neighbor_stall_check_ = last_stall_check_;
-  last_heard_from_coordinator_ = last_stall_check_;
+  control_->ResetLastHeard(last_stall_check_);
   thread_ = std::thread([this] { Run(); });
   return Status::OK();
 }
@@ -74,17 +74,11 @@ void Engine::Run() {
 void Engine::AnnounceShutdown() {
   shutdown_announced_ = true;
   neighbor_->Depart();
-  if (rank_ == 0) {
-    coordinator_->AddShutdown(0);
-  } else if (coordinator_lost_) {
-    // No final answer will come (CheckCoordinatorSilence, EndJob); rank 0, if
-    // it still runs, is told anyway, so that its own shutdown completes.
-    (void)transport_.PostSend({}, 0, kShutdownTag, CommGroup::kControl);
-    finished_ = true;
-  } else {
-    Status s = transport_.PostSend({}, 0, kShutdownTag, CommGroup::kControl);
-    if (!s.ok()) FailTransport(s, "telling rank 0 of this rank's shutdown");
-  }
+  // Without rank 0 no final answer will come (CheckCoordinatorSilence,
+  // EndJob); rank 0, if it still runs, is told anyway, so that its own
+  // shutdown completes.
+  control_->AnnounceShutdown(coordinator_lost_);
+  if (coordinator_lost_ && rank_ != 0) finished_ = true;
 }
 
 }  // namespace flock

@@ -123,9 +123,9 @@ void Engine::Execute(const Response& response) {
   }
   counters_.cached_names = static_cast<int64_t>(negotiator_.cache().size());
   if (gathered != nullptr) {
-    Finish(*batch.front(), status, std::move(gathered));  // allgather: never fused
+    finisher_.Finish(*batch.front(), status, std::move(gathered));  // allgather: never fused
   } else {
-    FinishBatch(batch, status);
+    finisher_.FinishBatch(batch, status);
   }
   for (PendingRequest* r : batch) {
     const std::string name = r->op.name;

@@ -48,6 +48,13 @@ void Negotiator::Erase(const std::string& name) {
   pending_.erase(name);
 }
 
+Status AnswerError(const PendingRequest& request, const Response& error) {
+  const Status& local = request.op.local_status;
+  if (local.ok()) return Status(error.code, error.error);
+  return Status(local.code(), std::string(OpKindName(request.op.kind)) + " '" + request.op.name +
+                                  "': " + local.message());
+}
+
 Negotiator::Clock::time_point Negotiator::oldest_submission(Clock::time_point now) const {
   Clock::time_point oldest = now;
   for (const auto& [name, request] : pending_) oldest = std::min(oldest, request.submitted);

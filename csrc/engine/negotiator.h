@@ -35,6 +35,11 @@ class Negotiator {
   // Hands every pending request to `finish` and forgets them (and the window).
   template <typename Finish>
   void TakeAll(Finish&& finish);
+  // Rank 0's error answer: each request it names that this rank submitted is
+  // handed to `finish` with its status (AnswerError) and forgotten. Names this
+  // rank never submitted (a stall, a shutdown) are skipped.
+  template <typename Finish>
+  void TakeFailed(const Response& error, Finish&& finish);
 
   bool empty() const { return pending_.empty(); }
   bool has_unsent() const { return !unsent_.empty(); }
@@ -50,6 +55,19 @@ class Negotiator {
   Clock::time_point first_unsent_, last_unsent_;
   ResponseCache cache_;  // what rank 0 assigned (it bounds the ids it hands out)
 };
+
+// A rank that rejected its own input reports its own reason; the others, rank 0's.
+Status AnswerError(const PendingRequest& request, const Response& error);
+
+template <typename Finish>
+void Negotiator::TakeFailed(const Response& error, Finish&& finish) {
+  for (const std::string& name : error.names) {
+    auto it = pending_.find(name);
+    if (it == pending_.end()) continue;
+    finish(it->second, AnswerError(it->second, error));
+    pending_.erase(it);
+  }
+}
 
 template <typename Finish>
 void Negotiator::TakeAll(Finish&& finish) {

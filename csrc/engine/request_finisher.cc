@@ -1,0 +1,27 @@
+#include "flock/engine/request_finisher.h"
+
+#include <utility>
+
+namespace flock {
+
+void RequestFinisher::Finish(PendingRequest& request, Status status,
+                             std::shared_ptr<GatheredTensor> gathered) {
+  if (!status.ok()) ++counters_.errors;
+  timeline_.End(request.op.name);  // the op's span
+  requests_.Release(request.op.name);
+  handles_.Complete(request.handle, std::move(status), std::move(gathered));
+}
+
+void RequestFinisher::FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status) {
+  if (!status.ok()) counters_.errors += static_cast<int64_t>(batch.size());
+  std::vector<HandleId> ids;
+  ids.reserve(batch.size());
+  for (PendingRequest* r : batch) {
+    timeline_.End(r->op.name);
+    ids.push_back(r->handle);
+  }
+  requests_.ReleaseAll(batch);
+  handles_.CompleteAll(ids, status);
+}
+
+}  // namespace flock
