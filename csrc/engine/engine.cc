@@ -7,6 +7,20 @@
 #include "flock/engine/wire.h"
 
 namespace flock {
+namespace {
+
+NeighborExchange::Options NeighborOptions(const Config& config, const Transport& transport) {
+  NeighborExchange::Options options;
+  options.inline_limit_bytes = config.neighbor_inline_bytes;
+  options.message_limit_bytes = config.fusion_threshold_bytes;
+  // The neighbor group is the world's ranks in the world's order.
+  for (int r = 0; r < transport.size(CommGroup::kControl); ++r)
+    options.peer_on_this_host.push_back(transport.on_this_host(r));
+  options.cycle_time_ms = config.cycle_time_ms;
+  return options;
+}
+
+}  // namespace
 
 Engine::Engine(Transport& transport, const Config& config)
     : transport_(transport),
@@ -22,15 +36,8 @@ Engine::Engine(Transport& transport, const Config& config)
   control_ = std::make_unique<ControlLink>(
       transport, coordinator_.get(), counters_,
       [this](const Status& status, const std::string& doing) { FailTransport(status, doing); });
-  NeighborExchange::Options neighbor_options;
-  neighbor_options.inline_limit_bytes = config.neighbor_inline_bytes;
-  neighbor_options.message_limit_bytes = config.fusion_threshold_bytes;
-  // The neighbor group is the world's ranks in the world's order.
-  for (int r = 0; r < size_; ++r)
-    neighbor_options.peer_on_this_host.push_back(transport.on_this_host(r));
-  neighbor_options.cycle_time_ms = config.cycle_time_ms;
   neighbor_ = std::make_unique<NeighborExchange>(
-      transport, neighbor_options, counters_, timeline_,
+      transport, NeighborOptions(config, transport), counters_, timeline_,
       [this](PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered) {
         finisher_.Finish(request, std::move(status), std::move(gathered));
       });
@@ -155,27 +162,6 @@ bool Engine::PollControl() {
   }
   if (!answers_.empty()) Handle(answers_);
   return polled.value();
-}
-
-void Engine::Handle(const std::vector<Response>& responses) {
-  for (const Response& response : responses) {
-    switch (response.type) {
-      case ResponseType::kExecute: Execute(response); break;
-      case ResponseType::kError:
-        negotiator_.TakeFailed(response, [&](PendingRequest& request, Status status) {
-          finisher_.Finish(request, std::move(status), nullptr);
-        });
-        break;
-      case ResponseType::kShuttingDown:
-        shutting_down_reason_ = response.error;
-        FailAllPending(response.error);
-        break;
-      case ResponseType::kFinal:
-        requests_.StopAccepting("flock has been shut down");
-        finished_ = true;
-        break;
-    }
-  }
 }
 
 void Engine::FailAllPending(const std::string& reason) {

@@ -1,4 +1,6 @@
-// Executing a response: the data movement every rank performs identically.
+// Rank 0's answers, the same sequence on every rank: execute a batch, fail
+// what it names, shut down; and the data movement every rank performs
+// identically for an execute answer.
 //
 // Vocabulary: a *batch* is the list of local requests named by one execute
 // response. A batch of one allreduce runs straight from input to output; a
@@ -161,6 +163,27 @@ Status Engine::RunBatch(const Response& response, const std::vector<PendingReque
       break;  // never negotiated: NeighborExchange runs them (engine.cc routes them there)
   }
   return Status::Internal("a neighbor op reached the global executor");
+}
+
+void Engine::Handle(const std::vector<Response>& responses) {
+  for (const Response& response : responses) {
+    switch (response.type) {
+      case ResponseType::kExecute: Execute(response); break;
+      case ResponseType::kError:
+        negotiator_.TakeFailed(response, [&](PendingRequest& request, Status status) {
+          finisher_.Finish(request, std::move(status), nullptr);
+        });
+        break;
+      case ResponseType::kShuttingDown:
+        shutting_down_reason_ = response.error;
+        FailAllPending(response.error);
+        break;
+      case ResponseType::kFinal:
+        requests_.StopAccepting("flock has been shut down");
+        finished_ = true;
+        break;
+    }
+  }
 }
 
 }  // namespace flock
