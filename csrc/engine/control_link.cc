@@ -28,12 +28,12 @@ void ControlLink::Announce(const std::vector<ReadyEntry>& entries) {
   if (!s.ok()) fail_(s, "announcing requests to rank 0");
 }
 
-void ControlLink::AnnounceShutdown(bool coordinator_lost) {
+void ControlLink::AnnounceShutdown(const std::vector<int>& stalled, bool coordinator_lost) {
   if (coordinator_ != nullptr) {
-    coordinator_->AddShutdown(0);
+    coordinator_->AddShutdown(0, stalled);
     return;
   }
-  Status s = transport_.PostSend({}, 0, kShutdownTag, CommGroup::kControl);
+  Status s = transport_.PostSend(EncodeShutdown(stalled), 0, kShutdownTag, CommGroup::kControl);
   if (!s.ok() && !coordinator_lost) fail_(s, "telling rank 0 of this rank's shutdown");
 }
 

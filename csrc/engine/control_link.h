@@ -25,9 +25,10 @@ class ControlLink {
 
   // Rank 0 cannot refuse its own entries without breaking global ops (it says so).
   void Announce(const std::vector<ReadyEntry>& entries);
-  // `coordinator_lost`: rank 0 is told without expecting a final answer, and a
-  // failed send is not an error (it may be gone).
-  void AnnounceShutdown(bool coordinator_lost);
+  // `stalled`: ranks this one saw stall (rank 0 decides whether to wait for
+  // them). `coordinator_lost`: rank 0 is told without expecting a final
+  // answer, and a failed send is not an error (it may be gone).
+  void AnnounceShutdown(const std::vector<int>& stalled, bool coordinator_lost);
   // Fills `answers` with the coordinator's answers; true when anything
   // happened. An answer from rank 0 that cannot be read is returned as an
   // error: the job must end (rank 0 may have scheduled a collective).

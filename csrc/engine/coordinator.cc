@@ -1,5 +1,7 @@
 #include "flock/engine/coordinator.h"
 
+#include <algorithm>
+
 #include "flock/engine/fusion_planner.h"
 
 namespace flock {
@@ -8,7 +10,9 @@ Coordinator::Coordinator(int size, int64_t fusion_threshold_bytes, size_t cache_
     : size_(size),
       threshold_(fusion_threshold_bytes),
       cache_(cache_capacity),
-      shut_down_(static_cast<size_t>(size)) {}
+      shut_down_(static_cast<size_t>(size)),
+      shut_down_at_(static_cast<size_t>(size)),
+      stalled_(static_cast<size_t>(size)) {}
 
 Status Coordinator::AddReady(int rank, const std::vector<ReadyEntry>& entries,
                              Clock::time_point now) {
@@ -100,9 +104,11 @@ std::vector<Response> Coordinator::TakeResponses() {
   return out;
 }
 
-void Coordinator::AddShutdown(int rank) {
+void Coordinator::AddShutdown(int rank, const std::vector<int>& stalled, Clock::time_point now) {
+  for (int r : stalled) stalled_[static_cast<size_t>(r)] = true;
   if (shut_down_[static_cast<size_t>(rank)]) return;
   shut_down_[static_cast<size_t>(rank)] = true;
+  shut_down_at_[static_cast<size_t>(rank)] = now;
   if (shut_down_count_++ == 0) {
     StopCollectives("flock was shut down on rank " + std::to_string(rank) +
                     "; collective ops can no longer complete");
@@ -154,6 +160,7 @@ std::vector<Stall> Coordinator::FindStalls(Clock::time_point now, double seconds
 
 void Coordinator::FailStalled(const std::vector<Stall>& stalls, const std::string& reason) {
   for (const Stall& stall : stalls) {
+    for (int r : stall.missing_ranks) stalled_[static_cast<size_t>(r)] = true;
     auto it = pending_.find(stall.name);
     if (it == pending_.end()) continue;
     Response failed = MakeResponse(ResponseType::kError, OpKind::kAllreduce, {stall.name});
@@ -165,6 +172,23 @@ void Coordinator::FailStalled(const std::vector<Stall>& stalls, const std::strin
     errors_.push_back(std::move(failed));
     pending_.erase(it);
   }
+}
+
+std::vector<int> Coordinator::OverdueStalledRanks(Clock::time_point now, double seconds) const {
+  std::vector<int> overdue;
+  Clock::time_point others_done{};
+  for (int r = 0; r < size_; ++r) {
+    const auto i = static_cast<size_t>(r);
+    if (shut_down_[i])
+      others_done = std::max(others_done, shut_down_at_[i]);
+    else if (stalled_[i])
+      overdue.push_back(r);
+    else
+      return {};  // a rank that never stalled may still come: wait for it
+  }
+  if (overdue.empty() || std::chrono::duration<double>(now - others_done).count() < seconds)
+    return {};
+  return overdue;
 }
 
 }  // namespace flock

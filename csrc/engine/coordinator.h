@@ -41,7 +41,9 @@ class Coordinator {
 
   // Records rank's announcements; an unknown cache id is an error (a bug).
   Status AddReady(int rank, const std::vector<ReadyEntry>& entries, Clock::time_point now);
-  void AddShutdown(int rank);
+  // `stalled`: ranks `rank` saw stall past FLOCK_STALL_SHUTDOWN_S.
+  void AddShutdown(int rank, const std::vector<int>& stalled = {},
+                   Clock::time_point now = Clock::now());
   // The control plane cannot be trusted any more (a message that cannot be
   // read, a rank that reports one): every pending name fails with `reason` on
   // every rank, and so does every name announced later. Shutdown still works.
@@ -54,6 +56,11 @@ class Coordinator {
   std::vector<Stall> FindStalls(Clock::time_point now, double seconds) const;
   // Fails the given stalled names on every rank with `reason`.
   void FailStalled(const std::vector<Stall>& stalls, const std::string& reason);
+
+  // Ranks seen stalling (by any rank, or in FailStalled) that have not shut
+  // down although every other rank has, for at least `seconds`: the shutdown
+  // cannot complete without them, and they may never come. Else empty.
+  std::vector<int> OverdueStalledRanks(Clock::time_point now, double seconds) const;
 
   size_t pending_names() const { return pending_.size(); }
   bool finished() const { return final_sent_; }
@@ -87,6 +94,8 @@ class Coordinator {
   std::vector<Agreed> completed_;  // agreed, awaiting a fusion plan
   std::vector<Response> errors_;
   std::vector<bool> shut_down_;
+  std::vector<Clock::time_point> shut_down_at_;
+  std::vector<bool> stalled_;  // seen stalling by some rank
   int shut_down_count_ = 0;
   std::string stopped_reason_;  // why collectives stopped (a shutdown, a Break)
   bool final_sent_ = false;

@@ -36,7 +36,12 @@ bool CoordinatorService::Poll(std::vector<Response>* answers) {
 
 void CoordinatorService::Take(int tag, int from, const std::vector<char>& bytes) {
   if (tag == kShutdownTag) {
-    coordinator_.AddShutdown(from);
+    auto stalled = DecodeShutdown(bytes, transport_.size(CommGroup::kControl));
+    if (!stalled.ok()) {
+      coordinator_.Break("rank 0 could not read rank " + std::to_string(from) + "'s shutdown (" +
+                         stalled.status().message() + "); global ops are off");
+    }
+    coordinator_.AddShutdown(from, stalled.ok() ? stalled.value() : std::vector<int>{});
     return;
   }
   auto entries = DecodeReady(bytes);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <utility>
 
 #include "flock/common/logging.h"
 #include "flock/engine/wire.h"
@@ -22,12 +23,13 @@ NeighborExchange::Options NeighborOptions(const Config& config, const Transport&
 
 }  // namespace
 
-Engine::Engine(Transport& transport, const Config& config)
+Engine::Engine(Transport& transport, const Config& config, std::vector<std::string> hosts)
     : transport_(transport),
       config_(config),
       rank_(transport.rank(CommGroup::kControl)),
       size_(transport.size(CommGroup::kControl)),
       shares_cores_(transport.shares_cores()),
+      hosts_(std::move(hosts)),
       negotiator_(config.cycle_time_ms) {
   if (rank_ == 0) {
     coordinator_ = std::make_unique<Coordinator>(size_, config.fusion_threshold_bytes,

@@ -39,6 +39,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -65,7 +66,8 @@ namespace flock {
 
 class Engine {
  public:
-  Engine(Transport& transport, const Config& config);
+  // `hosts`: each rank's host name, for messages about other ranks (may be empty).
+  Engine(Transport& transport, const Config& config, std::vector<std::string> hosts = {});
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -107,6 +109,7 @@ class Engine {
   void CheckStalls();
   void CheckCoordinatorSilence(Clock::time_point now);
   void CheckNeighborStalls();
+  void CheckShutdownWait(Clock::time_point now);
   void Handle(const std::vector<Response>& responses);
   void Execute(const Response& response);
   // executor.cc: one response's transport calls; an allgather's output in `gathered`.
@@ -130,7 +133,8 @@ class Engine {
   const Config config_;
   const int rank_;
   const int size_;
-  const bool shares_cores_;  // a driving caller polls on where the engine would sleep
+  const bool shares_cores_;
+  const std::vector<std::string> hosts_;  // a driving caller polls on where the engine would sleep
   HandleTable handles_{/*hold_wakes=*/true};  // see Idle: woken once the loop is let go
   Timeline timeline_;
   EngineCounters counters_;
@@ -156,6 +160,8 @@ class Engine {
   std::unique_ptr<NeighborExchange> neighbor_;  // neighbor ops: no coordinator
   Clock::time_point last_neighbor_stall_check_;
   bool shutdown_announced_ = false;
+  Clock::time_point shutdown_announced_at_;
+  std::set<int> stalled_ranks_;  // ranks seen stalling past FLOCK_STALL_SHUTDOWN_S
   bool finished_ = false;
   std::string shutting_down_reason_;
   std::vector<char> fusion_buffer_;

@@ -35,6 +35,7 @@ void Engine::CheckStalls() {
   const double since_last_check = SecondsSince(last_stall_check_, now);
   if (since_last_check < kStallCheckPeriodS) return;
   last_stall_check_ = now;
+  CheckShutdownWait(now);
   if (rank_ != 0) {
     CheckCoordinatorSilence(now);
     return;
@@ -54,6 +55,7 @@ void Engine::CheckStalls() {
           << " s: submitted by ranks " << ready << " but not by ranks " << missing;
     }
     if (fail > 0 && stall.seconds >= fail) {
+      stalled_ranks_.insert(stall.missing_ranks.begin(), stall.missing_ranks.end());
       coordinator_->FailStalled({stall}, "'" + stall.name + "' stalled for " +
                                              std::to_string(static_cast<int>(stall.seconds)) +
                                              " s: ranks " + missing +
@@ -79,6 +81,7 @@ void Engine::CheckCoordinatorSilence(Clock::time_point now) {
                           std::to_string(rank_) + " from now on";
   FLOCK_LOG(kError, "stall") << shutting_down_reason_;
   coordinator_lost_ = true;
+  stalled_ranks_.insert(0);
   FailAllPending(shutting_down_reason_);
 }
 
@@ -86,7 +89,37 @@ void Engine::CheckNeighborStalls() {
   const auto now = Clock::now();
   if (SecondsSince(last_neighbor_stall_check_, now) < kStallCheckPeriodS) return;
   last_neighbor_stall_check_ = now;
-  neighbor_->CheckStalls(config_.stall_warning_s, config_.stall_shutdown_s);
+  for (int peer : neighbor_->CheckStalls(config_.stall_warning_s, config_.stall_shutdown_s))
+    stalled_ranks_.insert(peer);
+}
+
+// Shutdown is collective: it ends when every rank has shut down. A rank seen
+// stalling past FLOCK_STALL_SHUTDOWN_S may never do so (stopped, hung), and a
+// program that caught the stall's errors would then wait in shutdown forever.
+// So once every other rank has shut down, rank 0 waits for stalled ranks as
+// long as an op would, then ends the job; a rank that saw rank 0 itself stall
+// does the same from its own shutdown. A rank that never stalled is awaited as
+// long as it takes (the ranks' work may differ in length).
+void Engine::CheckShutdownWait(Clock::time_point now) {
+  const double limit = config_.stall_shutdown_s;
+  if (!shutdown_announced_ || finished_ || limit <= 0) return;
+  std::vector<int> overdue;
+  if (rank_ == 0)
+    overdue = coordinator_->OverdueStalledRanks(now, limit);
+  else if (stalled_ranks_.count(0) > 0 && SecondsSince(shutdown_announced_at_, now) >= limit)
+    overdue = {0};
+  if (overdue.empty()) return;
+  std::string ranks;
+  for (int r : overdue) {
+    ranks += (ranks.empty() ? "rank " : ", rank ") + std::to_string(r);
+    if (static_cast<size_t>(r) < hosts_.size()) ranks += " (host " + hosts_[r] + ")";
+  }
+  EndJob(Status::Aborted(ranks + " stalled and never shut down; the shutdown on rank " +
+                         std::to_string(rank_) + " waited " +
+                         std::to_string(static_cast<int>(limit)) +
+                         " s for it (FLOCK_STALL_SHUTDOWN_S) and the job cannot end normally "
+                         "without it: ending the job"));
+  finished_ = true;  // EndJob returns only under a test transport
 }
 
 // MPI returned an error: messages may be lost, so no rank can be sure what the

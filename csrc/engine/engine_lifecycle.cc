@@ -49,14 +49,19 @@ void Engine::Run() {
   // Every rank has shut down; the neighbour goodbyes and the last transfers
   // may still be on their way (another communicator than the final response).
   // Without rank 0 its goodbye never comes: do not wait the full limit for it.
-  const auto give_up =
-      Clock::now() + (coordinator_lost_ ? std::chrono::seconds(1) : kNeighborDrainLimit);
+  // After EndJob (under a test transport) nothing more will come.
+  const std::chrono::seconds drain_limit = job_ended_          ? std::chrono::seconds(0)
+                                           : coordinator_lost_ ? std::chrono::seconds(1)
+                                                               : kNeighborDrainLimit;
+  const auto give_up = Clock::now() + drain_limit;
   while (!neighbor_->done() && Clock::now() < give_up) Idle(Step());
   Step();  // requests queued at the very end fail here (this rank has left)
   handles_.WakeHeld();
   if (!neighbor_->done()) {
-    FLOCK_LOG(kWarning, "engine") << "stopped without every neighbour's goodbye after "
-                                  << kNeighborDrainLimit.count() << " s";
+    if (!job_ended_) {
+      FLOCK_LOG(kWarning, "engine")
+          << "stopped without every neighbour's goodbye after " << drain_limit.count() << " s";
+    }
     neighbor_->Abandon("flock was shut down before this call's transfers finished");
   }
   // Nothing may wait for a handle this thread will never complete.
@@ -73,12 +78,18 @@ void Engine::Run() {
 
 void Engine::AnnounceShutdown() {
   shutdown_announced_ = true;
+  shutdown_announced_at_ = Clock::now();
   neighbor_->Depart();
-  // Without rank 0 no final answer will come (CheckCoordinatorSilence,
-  // EndJob); rank 0, if it still runs, is told anyway, so that its own
-  // shutdown completes.
-  control_->AnnounceShutdown(coordinator_lost_);
-  if (coordinator_lost_ && rank_ != 0) finished_ = true;
+  // Without rank 0, no final answer will come (CheckCoordinatorSilence,
+  // EndJob); rank 0, if it still runs, is told anyway.
+  control_->AnnounceShutdown({stalled_ranks_.begin(), stalled_ranks_.end()}, coordinator_lost_);
+  if (!coordinator_lost_ || rank_ == 0) return;
+  // MPI_Finalize would wait for a stopped or hung rank 0 forever.
+  const std::string host = hosts_.empty() ? std::string() : " (host " + hosts_.front() + ")";
+  EndJob(Status::Aborted("rank " + std::to_string(rank_) + " shuts down after rank 0" + host +
+                         " stopped answering; the job cannot end normally without it: "
+                         "ending the job"));
+  finished_ = true;  // EndJob returns only under a test transport
 }
 
 }  // namespace flock

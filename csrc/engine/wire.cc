@@ -160,4 +160,30 @@ Result<std::vector<Response>> DecodeResponses(const std::vector<char>& bytes) {
   return responses;
 }
 
+std::vector<char> EncodeShutdown(const std::vector<int>& stalled_ranks) {
+  if (stalled_ranks.empty()) return {};
+  Writer w;
+  std::vector<int32_t> ranks(stalled_ranks.begin(), stalled_ranks.end());
+  w.PutVector(ranks);
+  return w.Take();
+}
+
+Result<std::vector<int>> DecodeShutdown(const std::vector<char>& bytes, int size) {
+  if (bytes.empty()) return std::vector<int>{};
+  Reader r(bytes);
+  std::vector<int32_t> ranks;
+  if (!r.GetVector(&ranks)) return Malformed("shutdown", bytes, r, "the rank list is cut off");
+  if (!r.done()) {
+    return Malformed("shutdown", bytes, r, std::to_string(r.remaining()) + " bytes after the end");
+  }
+  for (int32_t rank : ranks) {
+    if (rank < 0 || rank >= size) {
+      return Malformed(
+          "shutdown", bytes, r,
+          "rank " + std::to_string(rank) + " is not in [0, " + std::to_string(size) + ")");
+    }
+  }
+  return std::vector<int>(ranks.begin(), ranks.end());
+}
+
 }  // namespace flock

@@ -71,5 +71,9 @@ Result<std::vector<ReadyEntry>> DecodeReady(const std::vector<char>& bytes);
 
 std::vector<char> EncodeResponses(const std::vector<Response>& responses);
 Result<std::vector<Response>> DecodeResponses(const std::vector<char>& bytes);
+// A rank's shutdown names the ranks it saw stall (Coordinator::AddShutdown);
+// empty bytes: none. Each rank must be in [0, size).
+std::vector<char> EncodeShutdown(const std::vector<int>& stalled_ranks);
+Result<std::vector<int>> DecodeShutdown(const std::vector<char>& bytes, int size);
 
 }  // namespace flock

@@ -71,9 +71,10 @@ std::vector<int> NeighborExchange::OpenPeers(const Step& step) {
 // failed, not a peer held up by it. More than the engine's stall check period.
 constexpr double kLaterStepGraceS = 0.5;
 
-void NeighborExchange::CheckStalls(double warn_s, double fail_s) {
+std::vector<int> NeighborExchange::CheckStalls(double warn_s, double fail_s) {
   const auto now = Clock::now();
   std::vector<std::string> failed;
+  std::vector<int> stalled_peers;
   for (auto& [key, step] : steps_) {
     const double waited = std::chrono::duration<double>(now - step.started).count();
     const double limit =
@@ -91,10 +92,12 @@ void NeighborExchange::CheckStalls(double warn_s, double fail_s) {
           Describe(*step.call) + " stalled for " + std::to_string(static_cast<int>(waited)) +
           " s waiting for ranks " + BracketedList(missing) + " (FLOCK_STALL_SHUTDOWN_S)");
       for (int peer : missing) FailPair(step, peer, status);
+      stalled_peers.insert(stalled_peers.end(), missing.begin(), missing.end());
       failed.push_back(key);
     }
   }
   for (const std::string& key : failed) TryComplete(key);
+  return stalled_peers;
 }
 
 void NeighborExchange::Depart() {

@@ -94,7 +94,8 @@ class NeighborExchange {
   // Sends the outboxes when due (or now, with `force`); true when it sent.
   bool Flush(bool force);
   // Warns about steps waiting longer than `warn_s` for a peer; fails them past `fail_s` (> 0).
-  void CheckStalls(double warn_s, double fail_s);
+  // Returns the peers it failed steps for (none: nothing stalled that long).
+  std::vector<int> CheckStalls(double warn_s, double fail_s);
   // This rank shuts down: its calls fail (a step with transfers in flight
   // ends when they do), and every other rank gets a goodbye.
   void Depart();

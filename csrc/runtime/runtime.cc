@@ -23,7 +23,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(const Config& config) {
   std::unique_ptr<Runtime> runtime(new Runtime(config, std::move(transport).value()));
   FLOCK_RETURN_IF_ERROR(runtime->DiscoverMachines());
   FLOCK_RETURN_IF_ERROR(runtime->DiscoverHosts());
-  runtime->engine_ = std::make_unique<Engine>(*runtime->transport_, runtime->config_);
+  runtime->engine_ =
+      std::make_unique<Engine>(*runtime->transport_, runtime->config_, runtime->machine_.hosts);
   FLOCK_RETURN_IF_ERROR(runtime->engine_->Start());
   FLOCK_LOG(kDebug, "runtime") << "initialized: size " << runtime->size() << ", local size "
                                << runtime->machine_.local_size << ", "

@@ -1,7 +1,8 @@
 // fuzz_engine_ready: an announcement as rank 0's coordinator receives it from
 // another rank (engine/wire.h DecodeReady), then what the coordinator does
 // with it: compare it with a second rank's announcement, plan fusion, assign
-// cache ids and encode the responses every rank decodes.
+// cache ids and encode the responses every rank decodes. The same bytes as a
+// shutdown message (DecodeShutdown: the ranks its sender saw stall).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -46,6 +47,14 @@ void Coordinate(const std::vector<ReadyEntry>& entries, bool same_on_both) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace flock;
   const std::vector<char> bytes(data, data + size);
+  Result<std::vector<int>> stalled = DecodeShutdown(bytes, 4);
+  if (stalled.ok()) {
+    for (int r : stalled.value()) FLOCK_FUZZ_CHECK(r >= 0 && r < 4, "a rank outside the world");
+    FLOCK_FUZZ_CHECK(stalled.value().empty() || EncodeShutdown(stalled.value()) == bytes,
+                     "decode then encode changed the shutdown");
+  } else {
+    FLOCK_FUZZ_CHECK(!stalled.status().message().empty(), "refusal without a message");
+  }
   Result<std::vector<ReadyEntry>> entries = DecodeReady(bytes);
   if (!entries.ok()) {
     FLOCK_FUZZ_CHECK(!entries.status().message().empty(), "refusal without a message");

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "flock/collectives/collectives.h"
 #include "flock/engine/response_cache.h"
 #include "flock/engine/wire.h"
-#include "flock/collectives/collectives.h"
 #include "fuzz_check.h"
 
 namespace flock {

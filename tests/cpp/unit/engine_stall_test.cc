@@ -11,6 +11,7 @@
 
 #include "../support/engine_requests.h"
 #include "../support/engines_on_threads.h"
+#include "../support/faulty_transport.h"
 #include "flock/engine/engine.h"
 
 namespace flock {
@@ -59,12 +60,14 @@ TEST(EngineStall, AMissingRankFailsTheOpAfterTheShutdownPeriodNotTheWarningPerio
 }
 
 // Ranks 1 and 2 run engines; rank 0 (the coordinator) never does, as if stopped.
-TEST(EngineStall, RanksWhoseCoordinatorIsSilentFailTheirGlobalOpsAndShutDown) {
+// Their shutdown cannot complete without it (MPI_Finalize would wait): it ends
+// the job at once instead of waiting.
+TEST(EngineStall, RanksWhoseCoordinatorIsSilentFailTheirGlobalOpsAndEndTheJob) {
   testing::ThreadWorld world(3);
   std::vector<std::thread> threads;
   for (int rank = 1; rank < 3; ++rank) {
     threads.emplace_back([&world, rank] {
-      testing::ThreadTransport transport(world, rank);
+      testing::FaultyTransport transport(world, rank, {});
       Engine engine(transport, StallConfig(1.0));
       ASSERT_TRUE(engine.Start().ok());
       std::vector<float> data(4, 1.0f);
@@ -78,11 +81,80 @@ TEST(EngineStall, RanksWhoseCoordinatorIsSilentFailTheirGlobalOpsAndShutDown) {
       Status later = WaitFor(engine, SubmitAllreduce(engine, "later", data, DataType::kFloat32));
       EXPECT_NE(later.message().find("no answer from rank 0"), std::string::npos);
       const auto stop = std::chrono::steady_clock::now();
+      EXPECT_FALSE(transport.aborted());
       engine.Shutdown();  // no final answer will come: it must not wait for one
-      EXPECT_LT(SecondsSince(stop), 3.0);
+      EXPECT_LT(SecondsSince(stop), 1.0);
+      EXPECT_TRUE(transport.aborted());
     });
   }
   for (auto& t : threads) t.join();
+}
+
+// Rank 1 never runs (as if stopped). Rank 0 saw it stall, so its shutdown
+// waits for it only FLOCK_STALL_SHUTDOWN_S, then ends the job.
+TEST(EngineStall, AShutdownAfterAStallEndsTheJobAfterTheLimit) {
+  testing::ThreadWorld world(2);
+  testing::FaultyTransport transport(world, 0, {});
+  Engine engine(transport, StallConfig(1.0));
+  ASSERT_TRUE(engine.Start().ok());
+  std::vector<float> data(4, 1.0f);
+  Status status = WaitFor(engine, SubmitAllreduce(engine, "stalls", data, DataType::kFloat32));
+  EXPECT_EQ(status.code(), StatusCode::kAborted) << status.ToString();
+  const auto stop = std::chrono::steady_clock::now();
+  engine.Shutdown();
+  EXPECT_TRUE(transport.aborted());
+  EXPECT_GT(SecondsSince(stop), 0.9);
+  EXPECT_LT(SecondsSince(stop), 2.0);
+}
+
+// Without a stall, a rank's late shutdown is awaited past the limit: the ranks'
+// work may differ in length, and a healthy job must end normally.
+TEST(EngineStall, ALateShutdownWithoutAStallIsAwaited) {
+  testing::ThreadWorld world(2);
+  std::vector<std::thread> threads;
+  std::atomic<bool> aborted{false};
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&world, &aborted, rank] {
+      testing::FaultyTransport transport(world, rank, {});
+      Engine engine(transport, StallConfig(1.0));
+      ASSERT_TRUE(engine.Start().ok());
+      std::vector<float> data(4, 1.0f);
+      ASSERT_TRUE(WaitFor(engine, SubmitAllreduce(engine, "x", data, DataType::kFloat32)).ok());
+      if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      engine.Shutdown();
+      if (transport.aborted()) aborted = true;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_FALSE(aborted);
+}
+
+// After a stall, a rank that never stalled is still awaited, however late:
+// rank 2 misses "x" (so it stalls) and shuts down at 1.5 s; rank 1 computes on
+// and shuts down at 3.5 s, past the 1 s limit. The job ends normally.
+TEST(EngineStall, AfterAStallAHealthyRanksLateShutdownIsAwaited) {
+  testing::ThreadWorld world(3);
+  std::vector<std::thread> threads;
+  std::atomic<bool> aborted{false};
+  for (int rank = 0; rank < 3; ++rank) {
+    threads.emplace_back([&world, &aborted, rank] {
+      testing::FaultyTransport transport(world, rank, {});
+      Engine engine(transport, StallConfig(1.0));
+      ASSERT_TRUE(engine.Start().ok());
+      std::vector<float> data(4, 1.0f);
+      if (rank == 2) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      } else {
+        Status status = WaitFor(engine, SubmitAllreduce(engine, "x", data, DataType::kFloat32));
+        EXPECT_EQ(status.code(), StatusCode::kAborted) << status.ToString();
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      }
+      engine.Shutdown();
+      if (transport.aborted()) aborted = true;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_FALSE(aborted);
 }
 
 }  // namespace

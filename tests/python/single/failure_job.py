@@ -9,6 +9,10 @@ KIND     what rank VICTIM does right after the start barrier:
            kill      SIGKILL to itself
            stop      SIGSTOP to itself (the lowest surviving rank SIGKILLs it once
                      every survivor is done, so that the job ends)
+           stop_exit SIGSTOP to itself, never resumed; the survivors catch their
+                     errors and exit normally (flock's atexit shutdown), which must
+                     end the job (shutdown waits FLOCK_STALL_SHUTDOWN_S for a rank
+                     seen stalling, then MPI_Abort)
            shutdown  bf.shutdown(), then waits for the survivors to be done
            exit      returns: the interpreter exits without shutdown() (atexit)
            os_exit   os._exit(0): no shutdown, no MPI_Finalize
@@ -34,6 +38,7 @@ job is ended. Lines the test reads (all start with "fm "):
     fm fail RANK KIND WALL                   (the victim, just before it fails)
     fm op RANK OP START END OUTCOME          (OUTCOME: ok, wrong ..., or Class: message)
     fm terminated RANK WALL                  (SIGTERM from mpirun: another rank died)
+    fm exiting RANK WALL                     (stop_exit: a survivor starts to exit)
 """
 
 import collections
@@ -144,7 +149,7 @@ def fail(kind, directory, survivors):
     say("fail", bf.rank(), kind, repr(time.time()))
     if kind == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
-    elif kind == "stop":
+    elif kind in ("stop", "stop_exit"):
         os.kill(os.getpid(), signal.SIGSTOP)  # not resumed: the reaper SIGKILLs it
     elif kind == "os_exit":
         os._exit(0)
@@ -169,6 +174,9 @@ def survive(kind, victim, mode, ops, directory, pids):
     open(marker(directory, "done.{}".format(rank)), "w").close()
     if kind in ("shutdown", "exit"):
         return  # the job ends normally: every rank shuts down
+    if kind == "stop_exit":
+        say("exiting", rank, repr(time.time()))
+        return  # the interpreter's exit shuts flock down; the victim never will
     if kind == "stop" and rank == survivors[0]:
         wait_for([marker(directory, "done.{}".format(r)) for r in survivors])
         os.kill(pids[victim], signal.SIGKILL)  # a stopped process obeys SIGKILL

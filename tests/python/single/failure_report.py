@@ -17,7 +17,7 @@ DEADLINE_S = LIMIT_S + 1.5
 # Failures every rank learns of at once (a shutdown, a goodbye) take far less.
 PROMPT_S = 1.0
 
-_LINE = re.compile(r"^fm (pid|fail|op|terminated) (.*)$", re.M)
+_LINE = re.compile(r"^fm (pid|fail|op|terminated|exiting) (.*)$", re.M)
 
 
 @dataclass
@@ -34,6 +34,7 @@ class Report:
     failed_at: Optional[float] = None
     ops: Dict[Tuple[int, str], Op] = field(default_factory=dict)
     terminated: Dict[int, float] = field(default_factory=dict)
+    exiting: Dict[int, float] = field(default_factory=dict)
 
     def seconds(self, rank, op):
         """How long rank waited for op's outcome after the failure (or after it
@@ -57,7 +58,8 @@ def parse(stdout):
             report.ops[(int(rank), op)] = Op(float(start), float(end), outcome)
         else:
             rank, wall = rest.split(" ")
-            report.terminated[int(rank)] = float(wall)
+            ended = report.terminated if kind == "terminated" else report.exiting
+            ended[int(rank)] = float(wall)
     return report
 
 

@@ -17,6 +17,11 @@ barrier one rank (the victim) fails; the survivors' ops are then in flight:
   shutdown  bf.shutdown() ops needing it fail at once, < 0.05 s ("flock was shut down on
                           rank V", "rank V shut down before this call")
   exit      interpreter exit without shutdown(): the same (flock's atexit shuts down)
+  stop_exit SIGSTOP, never resumed, and the survivors catch their errors and exit
+                          normally: the ops fail as for stop; the survivors' shutdown
+                          cannot complete without the stopped rank, so once the others
+                          have shut down it waits FLOCK_STALL_SHUTDOWN_S for a rank seen
+                          stalling, then ends the job (non-zero, naming rank and host)
 
 Nonblocking handles are synchronized in order, so a handle's time is when it was read:
 an op that failed while an earlier one was still waiting reads as late as that one.
@@ -38,6 +43,7 @@ what the user sees.
 import os
 import shutil
 import sys
+import time
 from collections import namedtuple
 from pathlib import Path
 
@@ -63,6 +69,13 @@ CASES = [
     Case("stop", "blocking", 4, 0, 2, (AR, BC, NA, HNA)),
     Case("stop", "nonblocking", 4, 3, 2, (AR, BC, AG, NA, HNA)),
     Case("stop", "nonblocking", 2, 0, 1, (AR, NA, HNA)),
+    # Global stall seen by rank 0; rank 0 lost; neighbor stalls only, where rank 0
+    # is not the victim's neighbour (the others tell it at their shutdown) or is the
+    # victim (its neighbours end the job).
+    Case("stop_exit", "blocking", 3, 1, 1, (AR, NA)),
+    Case("stop_exit", "nonblocking", 4, 0, 2, (AR, NA, HNA)),
+    Case("stop_exit", "blocking", 4, 2, 1, (NA,)),
+    Case("stop_exit", "nonblocking", 3, 0, 1, (NA, HNA)),
     Case("shutdown", "blocking", 2, 0, 1, (AR, NA, HNA)),
     Case("shutdown", "nonblocking", 3, 1, 1, (AR, BC, AG, NA, HNA)),
     Case("exit", "blocking", 4, 1, 2, (AR, AG, NA, HNA)),
@@ -104,11 +117,17 @@ def needs_victim(case, rank, op):
     return mine == theirs or ring_distance(mine, theirs, machines) == 1
 
 
+# stop_exit: from the last survivor's exit to the job's end (the limit, then MPI_Abort
+# and mpirun ending every rank).
+ENDS_JOB_S = fr.LIMIT_S + 3.0
+
+
 def run_case(case, tmp_path):
     env = {"FLOCK_STALL_SHUTDOWN_S": str(fr.LIMIT_S), "FLOCK_LOCAL_SIZE": str(case.local)}
     argv = [FLOCKRUN, "-np", str(case.np), sys.executable, JOB, case.kind, str(case.victim),
             case.mode, ",".join(case.ops), str(tmp_path)]
     result = run_session(argv, timeout=JOB_TIMEOUT_S, env=dict(os.environ, **env))
+    result.ended = time.time()
     report = fr.parse(result.stdout)
     assert report.failed_at is not None and len(report.pids) == case.np, fr.describe(result,
                                                                                       report)
@@ -150,4 +169,10 @@ def test_every_survivor_learns_of_the_failure_on_time(case, tmp_path):
                                       report.hosts[case.victim]), why
     elif case.kind in ("shutdown", "exit"):
         assert result.returncode == 0, why  # every rank shut down: a normal end
+    elif case.kind == "stop_exit":
+        assert result.returncode != 0, why
+        assert sorted(report.exiting) == survivors, why
+        assert result.ended - max(report.exiting.values()) <= ENDS_JOB_S, why
+        assert fr.names_rank_and_host(result.stderr + result.stdout, case.victim,
+                                      report.hosts[case.victim]), why
     fr.assert_nothing_left(report, result.leftovers)
