@@ -39,6 +39,9 @@ TERMINATED_LINE_RE = re.compile(
 # for mpirun's MPI_Abort box, which OpenMPI sometimes loses in a race.
 ENDING_JOB_RE = re.compile(rb"^flock: (?:uncaught exception on rank (\d+)|rank (\d+) exits "
                            rb"with status (-?\d+)); ending every rank of the job")
+# The engine's own MPI_Abort (csrc/transport/mpi/mpi_transport.cc: MpiTransport::Abort).
+ENGINE_ABORT_RE = re.compile(rb"^\[flock (\d+) transport ERROR\] aborting the job with exit "
+                             rb"code (-?\d+)")
 
 Writer = Callable[[str, bytes], None]
 
@@ -74,6 +77,12 @@ class OutputRelay:
         self._carry: Dict[Tuple[int, str], bytes] = {}  # a line's part already written
         # Per output stream: (owner whose line is unfinished there, may it go on unprefixed).
         self._open: Dict[str, Tuple[object, bool]] = {}
+        self._mpirun_muted = False
+
+    def mute_mpirun(self) -> None:
+        """Drops mpirun's own text from now on (flockrun stopped it: its crash
+        report after a forced stop says nothing about the job)."""
+        self._mpirun_muted = True
 
     def feed(self, stream: str, data: bytes, now: float) -> None:
         """Takes what mpirun wrote on its ``stream`` ("stdout" or "stderr")."""
@@ -169,10 +178,15 @@ class OutputRelay:
         if ending and int(ending.group(1) or ending.group(2)) == owner[0]:
             code = int(ending.group(3)) if ending.group(3) else 1
             self._ending.append(RankFailure(owner[0], "abort", code=code))
+        engine_abort = ENGINE_ABORT_RE.match(line)
+        if engine_abort and int(engine_abort.group(1)) == owner[0]:
+            self._ending.append(RankFailure(owner[0], "abort", code=int(engine_abort.group(2))))
         tail = self.tails.setdefault(owner[0], collections.deque(maxlen=TAIL_LINES))
         tail.append(line.decode("utf-8", "replace").rstrip("\r\n"))
 
     def _mpirun_line(self, stream: str, segment: bytes) -> None:
+        if self._mpirun_muted:
+            return
         text = segment.decode("utf-8", "replace").rstrip("\r\n")
         for line in self._messages[stream].add_line(text):
             self._write_line(stream, line)

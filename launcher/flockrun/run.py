@@ -3,8 +3,9 @@
 ``run_passthrough`` leaves mpirun's output alone (the user chose mpirun's own
 output options). ``run_relayed`` reads mpirun's stdout and stderr through pipes
 into an OutputRelay (relay.py), which writes the ranks' lines whole and keeps
-what flockrun's summary needs. Both return mpirun's exit status, with "killed
-by signal S" as 128 + S, the way a shell reports it.
+what flockrun's summary needs, and stops an mpirun that cannot end a failed job
+(_AbortWatchdog). Both return mpirun's exit status, with "killed by signal S" as
+128 + S, the way a shell reports it.
 """
 
 import collections
@@ -24,6 +25,55 @@ FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 POLL_S = 0.1  # how often unfinished lines are looked at while nothing arrives
 # After mpirun exits, a launch agent (ssh) it started may still hold the pipes open.
 DRAIN_AFTER_EXIT_S = 2.0
+# Once a rank has ended the job (MPI_Abort) or mpirun has reported a failed rank,
+# mpirun ends the others within about a second (measured: 1.0-1.1 s on the emulated
+# hosts). One still running this long after is waiting for a host it cannot reach
+# (OpenMPI: "abort is already in progress"), and would wait forever.
+ABORT_GRACE_S = 15.0
+# Then mpirun is asked to stop twice (its second SIGTERM forces it), and killed
+# if it still runs this long after.
+KILL_GRACE_S = 5.0
+
+
+class _AbortWatchdog:
+    """Stops an mpirun that has not ended a failed job in ABORT_GRACE_S."""
+
+    def __init__(self) -> None:
+        self.grace = ABORT_GRACE_S
+        self.failed_at: Optional[float] = None
+        self.stopped_at: Optional[float] = None
+        self.killed = False
+
+    def check(self, proc: subprocess.Popen, relay: OutputRelay, now: float) -> None:
+        if self.failed_at is None:
+            if relay.failure is not None:
+                self.failed_at = now
+            return
+        if proc.poll() is not None or now - self.failed_at < self.grace:
+            return
+        if self.stopped_at is None:
+            self.stopped_at = now
+            failure = relay.failure
+            print(f"flockrun: mpirun has not ended the job {self.grace:.0f} s after rank "
+                  f"{failure.rank} failed: it waits for a host it cannot reach; stopping "
+                  f"mpirun (the ranks on that host end once their daemon can reach this "
+                  f"host again)", file=sys.stderr, flush=True)
+            relay.mute_mpirun()
+            proc.terminate()
+            time.sleep(0.5)
+            proc.terminate()  # mpirun's second SIGTERM forces it
+        elif not self.killed and now - self.stopped_at > KILL_GRACE_S:
+            self.killed = True
+            proc.kill()
+
+    def status(self, mpirun_status: int, relay: OutputRelay) -> int:
+        """What mpirun would have returned had it ended the job itself."""
+        failure = relay.failure
+        if self.stopped_at is None or failure is None:
+            return mpirun_status
+        if failure.how == "signal" and failure.signal is not None:
+            return 128 + failure.signal
+        return failure.code if failure.code else 1
 
 
 class _Forwarder:
@@ -104,19 +154,21 @@ def run_relayed(argv: List[str], environ: Mapping[str, str], relay: OutputRelay,
     try:
         proc = forwarder.start(argv, environ, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
+        watchdog = _AbortWatchdog()
         try:
-            _pump(proc, relay, flush)
+            _pump(proc, relay, flush, watchdog)
         except BaseException:
             proc.terminate()  # mpirun stops its ranks; none is left behind without output
             proc.wait()
             raise
-        status = _shell_status(proc.wait())
+        status = watchdog.status(_shell_status(proc.wait()), relay)
     finally:
         _restore_handlers(previous)
     return status, (forwarder.received[0] if forwarder.received else None)
 
 
-def _pump(proc: subprocess.Popen, relay: OutputRelay, flush: Callable[[], None]) -> None:
+def _pump(proc: subprocess.Popen, relay: OutputRelay, flush: Callable[[], None],
+          watchdog: _AbortWatchdog) -> None:
     """Feed proc's stdout and stderr to relay until both end (or mpirun is gone)."""
     selector = selectors.DefaultSelector()
     for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
@@ -136,6 +188,7 @@ def _pump(proc: subprocess.Popen, relay: OutputRelay, flush: Callable[[], None])
             now = time.monotonic()
             relay.tick(now)
             flush()
+            watchdog.check(proc, relay, now)
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
             if exited_at is not None and now - exited_at > DRAIN_AFTER_EXIT_S:

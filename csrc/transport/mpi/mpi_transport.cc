@@ -378,6 +378,7 @@ Result<bool> MpiTransport::TestTransfer(TransferId id) {
 }
 
 void MpiTransport::Abort(int code) {
+  // flockrun reads this line (ENGINE_ABORT_RE in launcher/flockrun/relay.py).
   FLOCK_LOG(kError, "transport") << "aborting the job with exit code " << code;
   MPI_Abort(MPI_COMM_WORLD, code);
 }

@@ -9,9 +9,11 @@ naming a rank beyond the cut and that rank's host; the cut-off rank 0 (the
 coordinator) in the second case. Then the link comes back, the ranks end the job
 (sys.exit(3): MPI_Abort) and nothing of it may be left running.
 
-The link comes back before the job ends because mpirun cannot end a job whose
-host it cannot reach: with the link down for good, MPI_Abort leaves mpirun waiting
-for that host's daemon ("abort is already in progress"), see docs/errors.md.
+In the last case the link stays down while the ranks end the job (a host lost for
+good): mpirun cannot reach that host's daemon and would wait forever ("abort is
+already in progress"), so flockrun stops it (launcher/flockrun/run.py,
+_AbortWatchdog) and exits with the ranks' status; once the link is back, the cut-off
+host's daemon loses mpirun and ends its ranks, and nothing of the job may be left.
 Skipped, with the reason, where network namespaces cannot be made.
 """
 
@@ -36,6 +38,12 @@ OPS = ("allreduce", "neighbor_allreduce", "hierarchical_neighbor_allreduce")
 START_TIMEOUT_S = 90  # four ranks importing torch on two shared cores
 OPS_TIMEOUT_S = 30
 END_TIMEOUT_S = 60
+# A host lost for good: flockrun's grace after the abort, its stopping of mpirun,
+# and the drain of the output.
+LOST_HOST_END_S = 15.0 + 8.0
+# How long the cut-off host's daemon may take, once the link is back, to learn that
+# mpirun is gone and end its ranks (TCP retransmission back-off: measured 5-15 s).
+LOST_HOST_GONE_S = 60.0
 
 _reason = emu.namespaces_supported()
 pytestmark = pytest.mark.skipif(_reason is not None,
@@ -67,9 +75,11 @@ def set_link(cluster, host, state):
                    check=state == "down", timeout=10)
 
 
-def cut_while_running(cluster, host, ranks, directory):
-    """Link down once every rank is ready, up again once every rank is done."""
+def cut_while_running(cluster, host, ranks, directory, proc, for_good):
+    """Link down once every rank is ready, up again once every rank is done (for
+    good: once the job has ended without it). When the job ended, for good."""
     marker = lambda name: os.path.join(directory, name)  # noqa: E731
+    ended = None
     try:
         wait_for([marker("ready.{}".format(r)) for r in range(ranks)], START_TIMEOUT_S,
                  "every rank to start")
@@ -78,13 +88,20 @@ def cut_while_running(cluster, host, ranks, directory):
             down.write(repr(time.time()))
         wait_for([marker("done.{}".format(r)) for r in range(ranks)], OPS_TIMEOUT_S,
                  "every rank's ops to end")
+        if for_good:
+            ending = time.monotonic()
+            open(marker("end"), "w").close()
+            proc.wait(timeout=LOST_HOST_END_S)
+            ended = time.monotonic() - ending
     finally:
         set_link(cluster, host, "up")
         open(marker("end"), "w").close()
+    return ended
 
 
-def run_job(cluster, hosts, per_host, mode, cut, directory):
-    """The job, with host `cut`'s link down meanwhile; its result and what is left of it."""
+def run_job(cluster, hosts, per_host, mode, cut, directory, for_good=False):
+    """The job, with host `cut`'s link down meanwhile; its result, what is left of it
+    and, for good, how long it took to end once the ranks ended it."""
     env = cluster.environment()
     env.update(FLOCK_STALL_SHUTDOWN_S=str(fr.LIMIT_S), FLOCK_QUIET="1")
     argv = ["flockrun", "-np", str(hosts * per_host), "-H", cluster.host_list(per_host),
@@ -93,13 +110,14 @@ def run_job(cluster, hosts, per_host, mode, cut, directory):
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     leader = processes.identify(proc.pid)
     try:
-        cut_while_running(cluster, cut, hosts * per_host, directory)
+        ended = cut_while_running(cluster, cut, hosts * per_host, directory, proc, for_good)
         out, err = proc.communicate(timeout=END_TIMEOUT_S)
     finally:  # a failure or a timeout above: end the job before the cluster goes
         if proc.poll() is None:
             processes.end_processes([processes.session_members(leader)], grace=5.0)
             proc.communicate()
     result = subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    result.ended = ended
     return result, processes.session_members(leader)
 
 
@@ -123,3 +141,20 @@ def test_every_rank_names_a_rank_beyond_a_cut_link(hosts, per_host, mode, cut, t
             assert report.seconds(rank, op) <= fr.DEADLINE_S, what
     assert result.returncode == 3, why  # the ranks ended it, after the link came back
     fr.assert_nothing_left(report, leftovers)
+
+
+def test_a_host_lost_for_good_still_lets_the_job_end(tmp_path):
+    with emu.EmulatedCluster(hosts=2) as cluster:
+        result, leftovers = run_job(cluster, 2, 2, "blocking", 2, tmp_path, for_good=True)
+        report = fr.parse(result.stdout)
+        why = fr.describe(result, report)
+        assert result.ended is not None and result.ended <= LOST_HOST_END_S, why
+        assert result.returncode == 3, why  # the ranks' sys.exit(3), not mpirun's crash
+        assert "mpirun has not ended the job" in result.stderr, why
+        started = {p for pair in report.pids.values() for p in pair} | set(leftovers)
+        left = processes.wait_gone(started, timeout=LOST_HOST_GONE_S)
+    if left:
+        processes.end_processes([left], grace=2.0)
+    assert not left, "processes of the job still running {} s after the link came back: " \
+        "{}\n{}".format(LOST_HOST_GONE_S, left, why)
+

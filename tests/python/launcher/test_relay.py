@@ -216,6 +216,17 @@ def test_flocks_own_ending_line_stands_in_for_a_lost_abort_box():
     assert (relay.failure.rank, relay.failure.how, relay.failure.code) == (2, "abort", 3)
 
 
+def test_the_engines_own_abort_line_is_a_failure_of_its_rank_only():
+    relay = OutputRelay(Capture())
+    relay.feed("stderr", tagged(1, b"[flock 0 transport ERROR] aborting the job with exit "
+                                   b"code 5\n", "stderr"), 0.0)  # not rank 1's own line
+    assert relay.failure is None
+    relay.feed("stderr", tagged(1, b"[flock 1 transport ERROR] aborting the job with exit "
+                                   b"code 4\n", "stderr"), 0.0)
+    relay.finish()
+    assert (relay.failure.rank, relay.failure.how, relay.failure.code) == (1, "abort", 4)
+
+
 # OutputRelay: mpirun's own text left without a line end ------------------------------
 
 
