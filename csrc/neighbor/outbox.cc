@@ -11,7 +11,7 @@ Outbox::Outbox(int64_t message_limit_bytes, double cycle_time_ms)
           std::chrono::duration<double, std::milli>(cycle_time_ms))) {}
 
 void Outbox::Queue(int peer, Outbound outbound, Clock::time_point now) {
-  if (queued_.empty()) first_ = now;
+  if (queued_count_++ == 0) first_ = now;
   last_ = now;
   queued_[peer].push_back(std::move(outbound));
 }
@@ -21,53 +21,58 @@ Outbox::Clock::time_point Outbox::deadline() const {
 }
 
 bool Outbox::Due(bool force, Clock::time_point now) const {
-  if (queued_.empty()) return false;
+  if (queued_count_ == 0) return false;
   return force || urgent_ || now >= deadline();
 }
 
-std::vector<OutboxMessage> Outbox::Take(const std::function<bool(int, const Outbound&)>& keep) {
+OutboxMessages Outbox::Take(const std::function<bool(int, const Outbound&)>& keep) {
   urgent_ = false;
-  std::map<int, std::vector<Outbound>> queued;
-  queued.swap(queued_);
-  std::vector<OutboxMessage> messages;
-  for (auto& [peer, outbounds] : queued) {
-    std::vector<Outbound> live;
-    live.reserve(outbounds.size());
+  queued_count_ = 0;
+  messages_used_ = 0;
+  for (auto& [peer, outbounds] : queued_) {
+    if (outbounds.empty()) continue;
+    live_.clear();
     for (Outbound& ob : outbounds) {
       if (!keep(peer, ob)) continue;
       NeighborEntry& e = ob.entry;
       if (e.type == NeighborEntryType::kData && e.lane_tag >= 0)
         e.lane_tag = kLaneTagBase + static_cast<int>(lane_counters_[peer]++ % kLaneTagRange);
-      live.push_back(std::move(ob));
+      live_.push_back(std::move(ob));
     }
-    Split(peer, live, messages);
+    outbounds.clear();  // keeps its capacity for the next flush
+    Split(peer);
   }
-  return messages;
+  return OutboxMessages{messages_.data(), messages_used_};
 }
 
-void Outbox::Split(int peer, std::vector<Outbound>& live,
-                   std::vector<OutboxMessage>& messages) const {
+// A reused message: its vectors keep their capacity from earlier flushes.
+OutboxMessage& Outbox::NextMessage(int peer) {
+  if (messages_used_ == messages_.size()) messages_.emplace_back();
+  OutboxMessage& message = messages_[messages_used_++];
+  message.peer = peer;
+  message.entries.clear();
+  message.sources.clear();
+  return message;
+}
+
+void Outbox::Split(int peer) {
   size_t begin = 0;
-  while (begin < live.size()) {
-    OutboxMessage message;
-    message.peer = peer;
+  while (begin < live_.size()) {
     int64_t inline_bytes = 0;
     size_t end = begin;
-    for (; end < live.size(); ++end) {
-      const NeighborEntry& e = live[end].entry;
+    for (; end < live_.size(); ++end) {
+      const NeighborEntry& e = live_[end].entry;
       const bool inline_data = e.type == NeighborEntryType::kData && e.lane_tag < 0;
       const int64_t add = inline_data ? e.payload_bytes : 0;
       // A message holds at least one entry, however large.
       if (end > begin && inline_bytes + add > message_limit_bytes_) break;
       inline_bytes += add;
     }
-    message.entries.reserve(end - begin);
-    message.sources.reserve(end - begin);
+    OutboxMessage& message = NextMessage(peer);
     for (size_t i = begin; i < end; ++i) {
-      message.entries.push_back(std::move(live[i].entry));
-      message.sources.push_back(std::move(live[i]));
+      message.entries.push_back(std::move(live_[i].entry));
+      message.sources.push_back(std::move(live_[i]));
     }
-    messages.push_back(std::move(message));
     begin = end;
   }
 }

@@ -34,6 +34,17 @@ struct OutboxMessage {
   std::vector<Outbound> sources;  // their entries moved to `entries`
 };
 
+// Take's messages: a view of the outbox's own, valid until the next Take.
+struct OutboxMessages {
+  OutboxMessage* first = nullptr;
+  size_t count = 0;
+  OutboxMessage* begin() const { return first; }
+  OutboxMessage* end() const { return first + count; }
+  size_t size() const { return count; }
+  bool empty() const { return count == 0; }
+  OutboxMessage& operator[](size_t i) const { return first[i]; }
+};
+
 class Outbox {
  public:
   using Clock = std::chrono::steady_clock;
@@ -44,21 +55,29 @@ class Outbox {
 
   void Queue(int peer, Outbound outbound, Clock::time_point now);
   void MarkUrgent() { urgent_ = true; }
-  bool empty() const { return queued_.empty(); }
+  bool empty() const { return queued_count_ == 0; }
   // When the queued entries are due to leave without a thread waiting.
   Clock::time_point deadline() const;
   bool Due(bool force, Clock::time_point now) const;
 
   // Takes every queued entry that `keep(peer, outbound)` accepts (unsent
   // ones are dropped), as messages in peer order, entries in queue order.
-  std::vector<OutboxMessage> Take(const std::function<bool(int, const Outbound&)>& keep);
+  // The messages are the outbox's own, valid until the next Take: their
+  // buffers are reused, so a flush allocates nothing once warm.
+  OutboxMessages Take(const std::function<bool(int, const Outbound&)>& keep);
 
  private:
-  void Split(int peer, std::vector<Outbound>& live, std::vector<OutboxMessage>& messages) const;
+  void Split(int peer);
+  OutboxMessage& NextMessage(int peer);
 
   const int64_t message_limit_bytes_;
   const Clock::duration cycle_;
+  // Per peer that ever had entries (a world's worth at most), emptied by Take.
   std::map<int, std::vector<Outbound>> queued_;
+  size_t queued_count_ = 0;
+  std::vector<Outbound> live_;           // Take's scratch: one peer's kept entries
+  std::vector<OutboxMessage> messages_;  // Take's results (the first messages_used_)
+  size_t messages_used_ = 0;
   Clock::time_point first_, last_;
   bool urgent_ = false;
   std::unordered_map<int, int64_t> lane_counters_;  // lanes sent to each peer
