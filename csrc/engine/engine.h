@@ -143,7 +143,6 @@ class Engine {
   // Shared with user threads.
   Parker wake_;            // user threads wake the engine's Idle sleep
   RequestQueue requests_;  // their requests, flushes and stop
-  RequestFinisher finisher_{timeline_, requests_, handles_, counters_};
 
   // Held by whichever thread runs the loop: the engine thread, except while it
   // yields or sleeps, when a waiting caller may drive instead (TryDrive).
@@ -169,6 +168,7 @@ class Engine {
   Clock::time_point last_stall_check_;
   bool coordinator_lost_ = false;  // rank 0 stopped answering: shut down without it
   bool job_ended_ = false;         // EndJob ran (once)
+  RequestFinisher finisher_{timeline_, requests_, handles_, counters_};
 };
 
 }  // namespace flock
