@@ -13,6 +13,8 @@ cd "$root"
 
 packages=(
   build-essential cmake ninja-build git
+  # every build (release, sanitizers, fuzzers) reuses unchanged objects (cmake/FlockCcache.cmake)
+  ccache
   openmpi-bin libopenmpi-dev
   python3 python3-dev python3-venv python3-pip python3-setuptools python3-wheel
   pybind11-dev python3-pybind11 libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev

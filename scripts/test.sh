@@ -16,6 +16,7 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/setup.sh || { echo "test: set-up failed"; exit 1; }
+echo "test: set-up took $SECONDS s"
 
 export PATH="$root/.venv/bin:$PATH"
 reports="$root/out/test-reports"
@@ -28,8 +29,10 @@ run_step() {
   shift 2
   echo
   echo "==== $name ===="
+  local started=$SECONDS
   timeout --kill-after=10 "$limit" "$@"
   local code=$?
+  echo "test: step '$name' took $((SECONDS - started)) s"
   if [ "$code" -eq 124 ] || [ "$code" -eq 137 ]; then
     echo "test: step '$name' HUNG: no result within ${limit}s (treated as a failure)"
     failed_steps+=("$name (timeout)")
@@ -62,6 +65,7 @@ run_step "TSan: C++ unit tests and MPI tests (np 2-4)" 1200 \
 run_step "fuzzing (libFuzzer, 20 s per target)" 600 scripts/fuzz.sh 20
 
 python "$root/scripts/summarize_reports.py" "$reports"
+echo "test: the whole command took $SECONDS s"
 if [ ${#failed_steps[@]} -gt 0 ]; then
   echo "test: FAILED steps: ${failed_steps[*]}"
   exit 1
