@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "flock/common/hd.h"
+
 namespace flock {
 
 struct Float16 {
@@ -17,22 +19,30 @@ struct BFloat16 {
   uint16_t bits;
 };
 
-inline uint32_t FloatBits(float f) {
+FLOCK_HD inline uint32_t FloatBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   uint32_t u;
   std::memcpy(&u, &f, sizeof(u));
   return u;
+#endif
 }
-inline float BitsToFloat(uint32_t u) {
+FLOCK_HD inline float BitsToFloat(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
   float f;
   std::memcpy(&f, &u, sizeof(f));
   return f;
+#endif
 }
 
-inline float ToFloat(BFloat16 h) {
+FLOCK_HD inline float ToFloat(BFloat16 h) {
   return BitsToFloat(static_cast<uint32_t>(h.bits) << 16);
 }
 
-inline BFloat16 ToBFloat16(float f) {
+FLOCK_HD inline BFloat16 ToBFloat16(float f) {
   uint32_t u = FloatBits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u)
     return {static_cast<uint16_t>((u >> 16) | 0x40u)};  // quiet NaN
@@ -40,7 +50,7 @@ inline BFloat16 ToBFloat16(float f) {
   return {static_cast<uint16_t>(u >> 16)};
 }
 
-inline float ToFloat(Float16 h) {
+FLOCK_HD inline float ToFloat(Float16 h) {
   const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
   const uint32_t exponent = (h.bits >> 10) & 0x1fu;
   const uint32_t mantissa = h.bits & 0x3ffu;
@@ -51,7 +61,7 @@ inline float ToFloat(Float16 h) {
   return BitsToFloat(sign | FloatBits(magnitude));
 }
 
-inline Float16 ToFloat16(float f) {
+FLOCK_HD inline Float16 ToFloat16(float f) {
   const uint32_t u = FloatBits(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;

@@ -1,48 +1,35 @@
 #include "flock/common/reduce_kernels.h"
 
-#include <algorithm>
-
-#include "flock/common/arith.h"
+#include "flock/common/element_ops.h"
 
 namespace flock {
 namespace {
 
-template <typename T, typename Combine>
-void CombineLoop(T* __restrict inout, const T* __restrict in, int64_t count, Combine combine) {
-  using A = Arith<T>;
-  for (int64_t i = 0; i < count; ++i)
-    inout[i] = A::Store(combine(A::Load(inout[i]), A::Load(in[i])));
+template <typename T, typename Op>
+void CombineLoop(T* __restrict inout, const T* __restrict in, int64_t count, Op op) {
+  for (int64_t i = 0; i < count; ++i) inout[i] = element::Reduce(inout[i], in[i], op);
 }
 
 template <typename T>
 void ReduceTyped(void* inout_raw, const void* in_raw, int64_t count, ReduceOp op) {
   auto* inout = static_cast<T*>(inout_raw);
   const auto* in = static_cast<const T*>(in_raw);
-  using C = typename Arith<T>::Compute;
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage:
-      CombineLoop(inout, in, count, [](C a, C b) { return static_cast<C>(a + b); });
-      break;
-    case ReduceOp::kMin:
-      CombineLoop(inout, in, count, [](C a, C b) { return std::min(a, b); });
-      break;
-    case ReduceOp::kMax:
-      CombineLoop(inout, in, count, [](C a, C b) { return std::max(a, b); });
-      break;
-    case ReduceOp::kProduct:
-      CombineLoop(inout, in, count, [](C a, C b) { return static_cast<C>(a * b); });
-      break;
+    case ReduceOp::kAverage: CombineLoop(inout, in, count, element::Sum{}); break;
+    case ReduceOp::kMin: CombineLoop(inout, in, count, element::Min{}); break;
+    case ReduceOp::kMax: CombineLoop(inout, in, count, element::Max{}); break;
+    case ReduceOp::kProduct: CombineLoop(inout, in, count, element::Product{}); break;
   }
 }
 
 void ReduceBool(uint8_t* __restrict inout, const uint8_t* __restrict in, int64_t count,
                 ReduceOp op) {
-  const bool use_or = op == ReduceOp::kSum || op == ReduceOp::kMax;
-  if (use_or) {
-    for (int64_t i = 0; i < count; ++i) inout[i] = static_cast<uint8_t>((inout[i] | in[i]) != 0);
+  // The choice outside the loop: each loop vectorizes.
+  if (op == ReduceOp::kSum || op == ReduceOp::kMax) {
+    for (int64_t i = 0; i < count; ++i) inout[i] = element::ReduceBool(inout[i], in[i], true);
   } else {
-    for (int64_t i = 0; i < count; ++i) inout[i] = static_cast<uint8_t>((inout[i] & in[i]) != 0);
+    for (int64_t i = 0; i < count; ++i) inout[i] = element::ReduceBool(inout[i], in[i], false);
   }
 }
 
@@ -57,7 +44,7 @@ void ScaledAddTyped(void* out_raw, double a, const void* x_raw, double b, const 
   const auto* y = static_cast<const T*>(y_raw);
   const C ca = static_cast<C>(a);
   const C cb = static_cast<C>(b);
-  for (int64_t i = 0; i < count; ++i) out[i] = A::Store(ca * A::Load(x[i]) + cb * A::Load(y[i]));
+  for (int64_t i = 0; i < count; ++i) out[i] = element::ScaledAdd(ca, x[i], cb, y[i]);
 }
 
 template <typename T>
@@ -66,7 +53,7 @@ void ScaleTyped(void* buffer_raw, int64_t count, double factor) {
   using C = typename A::Compute;
   auto* buffer = static_cast<T*>(buffer_raw);
   const C f = static_cast<C>(factor);
-  for (int64_t i = 0; i < count; ++i) buffer[i] = A::Store(A::Load(buffer[i]) * f);
+  for (int64_t i = 0; i < count; ++i) buffer[i] = element::Scale(buffer[i], f);
 }
 
 Status NotFloating(const char* what, DataType dtype) {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "flock/common/arith.h"
+#include "flock/common/element_ops.h"
 
 namespace flock {
 namespace {
@@ -13,7 +13,7 @@ void StoreTyped(void* acc_raw, const void* x_raw, double w, int64_t count) {
   auto* __restrict acc = static_cast<C*>(acc_raw);
   const auto* __restrict x = static_cast<const T*>(x_raw);
   const C cw = static_cast<C>(w);
-  for (int64_t i = 0; i < count; ++i) acc[i] = cw * Arith<T>::Load(x[i]);
+  for (int64_t i = 0; i < count; ++i) acc[i] = element::WeightedTerm(cw, x[i]);
 }
 
 template <typename T>
@@ -24,8 +24,7 @@ void PairTyped(void* acc_raw, const void* x_raw, double wx, const void* y_raw, d
   const auto* __restrict x = static_cast<const T*>(x_raw);
   const auto* __restrict y = static_cast<const T*>(y_raw);
   const C cx = static_cast<C>(wx), cy = static_cast<C>(wy);
-  for (int64_t i = 0; i < count; ++i)
-    acc[i] = cx * Arith<T>::Load(x[i]) + cy * Arith<T>::Load(y[i]);
+  for (int64_t i = 0; i < count; ++i) acc[i] = element::WeightedPair(cx, x[i], cy, y[i]);
 }
 
 template <typename T>
@@ -33,8 +32,7 @@ void BlendTyped(void* acc_raw, double wacc, const void* x_raw, double wx, int64_
   auto* __restrict acc = static_cast<T*>(acc_raw);
   const auto* __restrict x = static_cast<const T*>(x_raw);
   const T cacc = static_cast<T>(wacc), cx = static_cast<T>(wx);
-  // x's term first, as WeightedPair(acc, x, wx, acc, wacc) would add them.
-  for (int64_t i = 0; i < count; ++i) acc[i] = cx * x[i] + cacc * acc[i];
+  for (int64_t i = 0; i < count; ++i) acc[i] = element::Blend(acc[i], cacc, x[i], cx);
 }
 
 template <typename T>
@@ -43,14 +41,14 @@ void AccumulateTyped(void* acc_raw, const void* x_raw, double w, int64_t count) 
   auto* __restrict acc = static_cast<C*>(acc_raw);
   const auto* __restrict x = static_cast<const T*>(x_raw);
   const C cw = static_cast<C>(w);
-  for (int64_t i = 0; i < count; ++i) acc[i] += cw * Arith<T>::Load(x[i]);
+  for (int64_t i = 0; i < count; ++i) acc[i] += element::WeightedTerm(cw, x[i]);
 }
 
 template <typename T>
 void NarrowTyped(void* out_raw, const void* acc_raw, int64_t count) {
   auto* __restrict out = static_cast<T*>(out_raw);
   const auto* __restrict acc = static_cast<const float*>(acc_raw);
-  for (int64_t i = 0; i < count; ++i) out[i] = Arith<T>::Store(acc[i]);
+  for (int64_t i = 0; i < count; ++i) out[i] = element::Narrow<T>(acc[i]);
 }
 
 Status NotFloating(DataType dtype) {
