@@ -188,7 +188,9 @@ TEST(Transport, OpenMpiYieldsWhenIdleOnlyOutsideTheLoopsPollingPasses) {
     std::thread watcher([&] {
       while (in_barrier.load()) saw_yielding = saw_yielding || *yield_when_idle;
     });
-    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // 200 ms: under TSan at np 4 on two cores, 50 ms once passed without the
+    // watcher being scheduled while the flag was up (a fresh-clone run).
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     ASSERT_TRUE(t.Barrier(CommGroup::kWorld).ok());
     in_barrier = false;
     watcher.join();
