@@ -110,6 +110,8 @@ class Engine {
   void CheckCoordinatorSilence(Clock::time_point now);
   void CheckNeighborStalls();
   void CheckShutdownWait(Clock::time_point now);
+  // "rank 3 (host h2)", for messages naming another rank.
+  std::string RankAndHost(int rank) const;
   void Handle(const std::vector<Response>& responses);
   void Execute(const Response& response);
   // executor.cc: one response's transport calls; an allgather's output in `gathered`.
@@ -160,7 +162,9 @@ class Engine {
   Clock::time_point last_neighbor_stall_check_;
   bool shutdown_announced_ = false;
   Clock::time_point shutdown_announced_at_;
-  std::set<int> stalled_ranks_;  // ranks seen stalling past FLOCK_STALL_SHUTDOWN_S
+  // Ranks seen stalling past FLOCK_STALL_SHUTDOWN_S in neighbor ops, or rank 0
+  // lost (rank 0's own global stalls: its Coordinator records them).
+  std::set<int> stalled_ranks_;
   bool finished_ = false;
   std::string shutting_down_reason_;
   std::vector<char> fusion_buffer_;

@@ -55,7 +55,6 @@ void Engine::CheckStalls() {
           << " s: submitted by ranks " << ready << " but not by ranks " << missing;
     }
     if (fail > 0 && stall.seconds >= fail) {
-      stalled_ranks_.insert(stall.missing_ranks.begin(), stall.missing_ranks.end());
       coordinator_->FailStalled({stall}, "'" + stall.name + "' stalled for " +
                                              std::to_string(static_cast<int>(stall.seconds)) +
                                              " s: ranks " + missing +
@@ -110,10 +109,7 @@ void Engine::CheckShutdownWait(Clock::time_point now) {
     overdue = {0};
   if (overdue.empty()) return;
   std::string ranks;
-  for (int r : overdue) {
-    ranks += (ranks.empty() ? "rank " : ", rank ") + std::to_string(r);
-    if (static_cast<size_t>(r) < hosts_.size()) ranks += " (host " + hosts_[r] + ")";
-  }
+  for (int r : overdue) ranks += (ranks.empty() ? "" : ", ") + RankAndHost(r);
   EndJob(Status::Aborted(ranks + " stalled and never shut down; the shutdown on rank " +
                          std::to_string(rank_) + " waited " +
                          std::to_string(static_cast<int>(limit)) +
@@ -141,6 +137,12 @@ void Engine::EndJob(const Status& why) {
   FailAllPending(why);
   neighbor_->Abandon(why.message());
   transport_.Abort(1);  // does not return under MPI
+}
+
+std::string Engine::RankAndHost(int rank) const {
+  std::string text = "rank " + std::to_string(rank);
+  if (static_cast<size_t>(rank) < hosts_.size()) text += " (host " + hosts_[rank] + ")";
+  return text;
 }
 
 }  // namespace flock

@@ -85,8 +85,7 @@ void Engine::AnnounceShutdown() {
   control_->AnnounceShutdown({stalled_ranks_.begin(), stalled_ranks_.end()}, coordinator_lost_);
   if (!coordinator_lost_ || rank_ == 0) return;
   // MPI_Finalize would wait for a stopped or hung rank 0 forever.
-  const std::string host = hosts_.empty() ? std::string() : " (host " + hosts_.front() + ")";
-  EndJob(Status::Aborted("rank " + std::to_string(rank_) + " shuts down after rank 0" + host +
+  EndJob(Status::Aborted("rank " + std::to_string(rank_) + " shuts down after " + RankAndHost(0) +
                          " stopped answering; the job cannot end normally without it: "
                          "ending the job"));
   finished_ = true;  // EndJob returns only under a test transport

@@ -16,9 +16,11 @@ struct CUevent_st {
 namespace flock::fake {
 
 bool DriverMissing();
-cudaError_t Fail(cudaError_t error);         // records it for cudaGetLastError
-bool IsDevice(const void* p, size_t bytes);  // inside one device allocation
-bool IsPinned(const void* p, size_t bytes);  // inside one cudaMallocHost allocation
+cudaError_t Fail(cudaError_t error);  // records it for cudaGetLastError
+// Where [p, p + bytes) lies: inside one cudaMalloc or one cudaMallocHost
+// allocation, or anywhere else (pageable host memory, for the fake).
+enum class Memory { kDevice, kPinned, kPageable };
+Memory MemoryOf(const void* p, size_t bytes);
 // Streams made by cudaStreamCreate*, so that cudaFree and cudaDeviceSynchronize
 // can drain the device as the real ones do.
 void AddStream(Stream* stream);

@@ -103,18 +103,12 @@ cudaError_t Fail(cudaError_t error) {
   return error;
 }
 
-bool IsDevice(const void* p, size_t bytes) {
+Memory MemoryOf(const void* p, size_t bytes) {
   Registry& r = Global();
   std::lock_guard<std::mutex> lock(r.mutex);
   const Allocation* a = Find(r, p, bytes);
-  return a != nullptr && a->device >= 0;
-}
-
-bool IsPinned(const void* p, size_t bytes) {
-  Registry& r = Global();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  const Allocation* a = Find(r, p, bytes);
-  return a != nullptr && a->device < 0;
+  if (a == nullptr) return Memory::kPageable;
+  return a->device >= 0 ? Memory::kDevice : Memory::kPinned;
 }
 
 void AddStream(Stream* stream) {

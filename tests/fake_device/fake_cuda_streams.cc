@@ -7,18 +7,20 @@
 #include "fake_cuda_internal.h"
 
 using flock::fake::Fail;
-using flock::fake::IsDevice;
+using flock::fake::Memory;
+using flock::fake::MemoryOf;
 using flock::fake::StreamOf;
 
 namespace {
 
 // What each kind of copy needs of its pointers (cudaMemcpyDefault: anything).
-bool CopyPointersFit(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+bool CopyPointersFit(Memory dst, Memory src, cudaMemcpyKind kind) {
+  const bool to_device = dst == Memory::kDevice, from_device = src == Memory::kDevice;
   switch (kind) {
-    case cudaMemcpyHostToDevice: return IsDevice(dst, bytes) && !IsDevice(src, bytes);
-    case cudaMemcpyDeviceToHost: return IsDevice(src, bytes) && !IsDevice(dst, bytes);
-    case cudaMemcpyDeviceToDevice: return IsDevice(src, bytes) && IsDevice(dst, bytes);
-    case cudaMemcpyHostToHost: return !IsDevice(src, bytes) && !IsDevice(dst, bytes);
+    case cudaMemcpyHostToDevice: return to_device && !from_device;
+    case cudaMemcpyDeviceToHost: return from_device && !to_device;
+    case cudaMemcpyDeviceToDevice: return from_device && to_device;
+    case cudaMemcpyHostToHost: return !from_device && !to_device;
     case cudaMemcpyDefault: return true;
   }
   return false;
@@ -32,12 +34,11 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
                             cudaStream_t stream) {
   FAKE_CUDA_NEEDS_DRIVER();
   if (bytes == 0) return cudaSuccess;
-  if (dst == nullptr || src == nullptr || !CopyPointersFit(dst, src, bytes, kind))
-    return Fail(cudaErrorInvalidValue);
+  if (dst == nullptr || src == nullptr) return Fail(cudaErrorInvalidValue);
+  const Memory to = MemoryOf(dst, bytes), from = MemoryOf(src, bytes);
+  if (!CopyPointersFit(to, from, kind)) return Fail(cudaErrorInvalidValue);
   flock::fake::Stream* s = StreamOf(stream);
-  const bool from_pageable = !IsDevice(src, bytes) && !flock::fake::IsPinned(src, bytes);
-  const bool to_pageable = !IsDevice(dst, bytes) && !flock::fake::IsPinned(dst, bytes);
-  if (from_pageable) {
+  if (from == Memory::kPageable) {
     // CUDA stages pageable memory at the call: the caller may reuse it at once.
     auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
                                                       static_cast<const char*>(src) + bytes);
@@ -45,14 +46,15 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
   } else {
     s->Enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
   }
-  if (to_pageable) s->Synchronize();  // into pageable memory: returns when done, as CUDA does
+  if (to == Memory::kPageable)
+    s->Synchronize();  // into pageable memory: returns when done, as CUDA does
   return cudaSuccess;
 }
 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
   FAKE_CUDA_NEEDS_DRIVER();
   if (bytes == 0) return cudaSuccess;
-  if (!IsDevice(p, bytes)) return Fail(cudaErrorInvalidValue);
+  if (MemoryOf(p, bytes) != Memory::kDevice) return Fail(cudaErrorInvalidValue);
   StreamOf(stream)->Enqueue([p, value, bytes] { std::memset(p, value, bytes); });
   return cudaSuccess;
 }
