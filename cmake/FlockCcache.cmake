@@ -16,6 +16,7 @@ if(NOT FLOCK_CCACHE STREQUAL "OFF" AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
                         CCACHE_NOHASHDIR=1 ${FLOCK_CCACHE_PROGRAM})
     set(CMAKE_C_COMPILER_LAUNCHER ${_flock_launcher})
     set(CMAKE_CXX_COMPILER_LAUNCHER ${_flock_launcher})
+    set(CMAKE_CUDA_COMPILER_LAUNCHER ${_flock_launcher})  # nvcc too, in NCCL builds
     message(STATUS "flock: compiling through ${FLOCK_CCACHE_PROGRAM}")
   elseif(FLOCK_CCACHE STREQUAL "ON")
     message(FATAL_ERROR "FLOCK_CCACHE=ON but ccache is not installed (apt-get install ccache)")

@@ -2,7 +2,10 @@
 #   FLOCK_WITH_NCCL=AUTO  use them when both are found (the toolkit at /usr/local/cuda is searched)
 #   FLOCK_WITH_NCCL=ON    fail the configure step when either is missing
 #   FLOCK_WITH_NCCL=OFF   never look
-# Result: FLOCK_HAVE_NCCL (ON/OFF) and, when ON, the imported target flock_nccl_deps.
+# Result: FLOCK_HAVE_NCCL (ON/OFF) and, when ON, the imported target flock_nccl_deps and the
+# CUDA language enabled for flock's kernels (csrc/transport/cuda/device_kernels.cu), compiled
+# for CMAKE_CUDA_ARCHITECTURES — by default every GPU code the toolkit's nvcc lists from
+# Turing (sm_75) on, plus PTX of the newest for GPUs that come later.
 set(FLOCK_HAVE_NCCL OFF)
 string(TOUPPER "${FLOCK_WITH_NCCL}" _flock_nccl_mode)
 if(NOT _flock_nccl_mode MATCHES "^(AUTO|ON|OFF)$")
@@ -24,6 +27,7 @@ if(NOT _flock_nccl_mode STREQUAL "OFF")
     target_include_directories(flock_nccl_deps INTERFACE ${FLOCK_NCCL_INCLUDE_DIR})
     target_link_libraries(flock_nccl_deps INTERFACE CUDA::cudart ${FLOCK_NCCL_LIBRARY})
     message(STATUS "flock: CUDA ${CUDAToolkit_VERSION} and NCCL found (${FLOCK_NCCL_LIBRARY})")
+    include(FlockCudaLanguage)
   elseif(_flock_nccl_mode STREQUAL "ON")
     message(FATAL_ERROR "FLOCK_WITH_NCCL=ON but CUDA (found: ${CUDAToolkit_FOUND}) or NCCL "
                         "(header: ${FLOCK_NCCL_INCLUDE_DIR}, library: ${FLOCK_NCCL_LIBRARY}) is missing")

@@ -48,9 +48,13 @@ if [ ! -x .venv/bin/python ]; then
   /usr/bin/python3 -m venv --system-site-packages .venv
 fi
 
-echo "setup: building in build/"
+# The CPU configuration by default; FLOCK_WITH_NCCL=ON (or AUTO) builds the GPU backend too
+# (scripts/test_gpu.sh builds and tests that configuration in build-gpu/).
+export FLOCK_WITH_NCCL="${FLOCK_WITH_NCCL:-OFF}"
+echo "setup: building in build/ (FLOCK_WITH_NCCL=$FLOCK_WITH_NCCL)"
 mkdir -p build
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$root/.venv/bin/python" \
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLOCK_WITH_NCCL="$FLOCK_WITH_NCCL" \
+  -DPython3_EXECUTABLE="$root/.venv/bin/python" \
   >build/configure.log 2>&1 || { cat build/configure.log; exit 1; }
 cmake --build build -j "$(nproc)"
 

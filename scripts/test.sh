@@ -10,6 +10,8 @@
 #   5. soak (benchmarks/soak.py): 500 random ops against numpy at np 3 and 4, memory,
 #      threads and fds steady
 #   6. fuzzing (scripts/fuzz.sh): each libFuzzer target for 20 s (clang build in build-fuzz/)
+#   7. the GPU path (scripts/test_gpu.sh): the NCCL configuration built in build-gpu/, its
+#      C++ and Python tests on the fake device (np 1-4), and the real module without a driver
 # Every step has a timeout; a hang is reported as a failure. Exits non-zero
 # when anything failed. Reports land in out/test-reports/.
 set -uo pipefail
@@ -63,6 +65,8 @@ run_step "ASan+UBSan: Python API under flockrun -np 4" 1200 scripts/sanitizers.s
 run_step "TSan: C++ unit tests and MPI tests (np 2-4)" 1200 \
   scripts/sanitizers.sh tsan
 run_step "fuzzing (libFuzzer, 20 s per target)" 600 scripts/fuzz.sh 20
+run_step "GPU path: NCCL build, fake-device tests at np 1-4, real module" 1500 \
+  scripts/test_gpu.sh "$reports"
 
 python "$root/scripts/summarize_reports.py" "$reports"
 echo "test: the whole command took $SECONDS s"

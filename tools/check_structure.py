@@ -27,7 +27,7 @@ MAX_FILE_LINES = 500
 MAX_FUNCTION_LINES = 60
 LENGTH_ROOTS = ("csrc", "topology", "python/flock", "launcher", "tests", "benchmarks", "tools")
 CPP_FUNCTION_ROOTS = ("csrc", "topology")  # Python functions: every .py of LENGTH_ROOTS
-CPP_SUFFIXES = (".h", ".hpp", ".cc", ".cpp", ".c")
+CPP_SUFFIXES = (".h", ".hpp", ".cc", ".cpp", ".c", ".cu")
 SOURCE_SUFFIXES = CPP_SUFFIXES + (".py", ".sh", ".cmake", ".in", "CMakeLists.txt")
 
 # Tests may use MPI, and so may the benchmarks: the raw-MPI floor is what they compare with.

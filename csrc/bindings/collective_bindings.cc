@@ -19,7 +19,22 @@ namespace py = pybind11;
 namespace flock {
 namespace {
 
-py::object Wait(HandleId handle) {
+// A CUDA op's outputs are ready once flock's stream reaches its done event:
+// the caller's stream waits for it (returning at once), or with `block` the
+// host does, without the GIL.
+void AwaitGpu(const GpuEvent& done, StreamHandle stream, bool block) {
+  GpuBackend* gpu = ValueOrThrow(RequireRuntime().Gpu());
+  Status status;
+  if (block) {
+    py::gil_scoped_release release;
+    status = gpu->HostWait(done);
+  } else {
+    status = gpu->StreamWait(stream, done);
+  }
+  ThrowIfError(status);
+}
+
+py::object Wait(HandleId handle, StreamHandle stream, bool block) {
   Engine& engine = RequireRuntime().engine();
   Result<Completion> done = Status::OK();
   {
@@ -33,6 +48,7 @@ py::object Wait(HandleId handle) {
   if (!done.ok() && PyErr_Occurred()) throw py::error_already_set();
   Completion completion = ValueOrThrow(std::move(done));
   ThrowIfError(completion.status);
+  if (completion.done) AwaitGpu(*completion.done, stream, block);
   if (completion.gathered) return ToCapsule(std::move(completion.gathered));
   return py::none();
 }
@@ -41,8 +57,9 @@ py::object Wait(HandleId handle) {
 HandleId EnqueueAllreduce(py::object input, py::object output, ReduceOp op,
                           std::optional<std::string> name, bool local_only,
                           std::optional<std::string> dtype_override,
-                          std::optional<std::string> local_error, bool wait_follows) {
-  Submission s = Begin(OpKind::kAllreduce, name, local_error);
+                          std::optional<std::string> local_error, bool wait_follows,
+                          StreamHandle stream) {
+  Submission s = Begin(OpKind::kAllreduce, name, local_error, stream);
   s.op.reduce_op = op;
   s.op.group = local_only ? CommGroup::kLocal : CommGroup::kWorld;
   s.op.tensor = Take(s, input, dtype_override);
@@ -53,8 +70,9 @@ HandleId EnqueueAllreduce(py::object input, py::object output, ReduceOp op,
 
 HandleId EnqueueBroadcast(py::object tensor, int root, std::optional<std::string> name,
                           std::optional<std::string> dtype_override,
-                          std::optional<std::string> local_error, bool wait_follows) {
-  Submission s = Begin(OpKind::kBroadcast, name, local_error);
+                          std::optional<std::string> local_error, bool wait_follows,
+                          StreamHandle stream) {
+  Submission s = Begin(OpKind::kBroadcast, name, local_error, stream);
   s.op.root = root;
   s.op.tensor = Take(s, tensor, dtype_override);
   const int size = RequireRuntime().size();
@@ -92,10 +110,11 @@ void BindCollectives(py::module_& m) {
   m.def("enqueue_allreduce", &EnqueueAllreduce, py::arg("input"), py::arg("output"), py::arg("op"),
         py::arg("name") = py::none(), py::arg("local_only") = false,
         py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
-        py::arg("wait_follows") = false);
+        py::arg("wait_follows") = false, py::arg("stream") = 0);
   m.def("enqueue_broadcast", &EnqueueBroadcast, py::arg("tensor"), py::arg("root"),
         py::arg("name") = py::none(), py::arg("dtype_override") = py::none(),
-        py::arg("local_error") = py::none(), py::arg("wait_follows") = false);
+        py::arg("local_error") = py::none(), py::arg("wait_follows") = false,
+        py::arg("stream") = 0);
   m.def("enqueue_allgather", &EnqueueAllgather, py::arg("input"), py::arg("name") = py::none(),
         py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
         py::arg("wait_follows") = false);
@@ -108,9 +127,11 @@ void BindCollectives(py::module_& m) {
         return ValueOrThrow(RequireRuntime().engine().handles().IsDone(handle));
       },
       "True when the op of `handle` has finished (successfully or not).");
-  m.def("wait", &Wait,
+  m.def("wait", &Wait, py::arg("handle"), py::arg("stream") = 0, py::arg("block") = false,
         "Blocks until the op of `handle` finishes; raises its error. Returns the gathered "
-        "tensor's DLPack capsule for allgather, else None.");
+        "tensor's DLPack capsule for allgather, else None. A CUDA op has finished once its "
+        "work is queued on flock's stream: then `stream` (the caller's CUDA stream) is made "
+        "to wait for it, or with `block` the host waits for the GPU.");
   m.def("engine_counters", [] { return RequireRuntime().engine().counters().Snapshot(); });
 }
 

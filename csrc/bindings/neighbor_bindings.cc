@@ -17,17 +17,16 @@ namespace {
 
 using WeightList = std::vector<std::pair<int, double>>;
 
-}  // namespace
-
-void BindNeighborOps(py::module_& m) {
-  // output None: in place.
+// output None: in place.
+void BindNeighborAllreduce(py::module_& m) {
   m.def(
       "enqueue_neighbor_allreduce",
       [](py::object input, py::object output, std::optional<double> self_weight,
          std::optional<WeightList> src_weights, std::optional<WeightList> dst_weights, bool check,
          std::optional<std::string> name, std::optional<std::string> dtype_override,
-         std::optional<std::string> local_error, std::vector<int> named_ranks, bool wait_follows) {
-        Submission s = Begin(OpKind::kNeighborAllreduce, name, local_error);
+         std::optional<std::string> local_error, std::vector<int> named_ranks, bool wait_follows,
+         StreamHandle stream) {
+        Submission s = Begin(OpKind::kNeighborAllreduce, name, local_error, stream);
         if (!input.is_none()) s.op.tensor = Take(s, input, dtype_override);
         s.output = output.is_none() ? s.op.tensor : Take(s, output, dtype_override);
         PrepareNeighborAllreduce(RequireRuntime(), s.op,
@@ -38,8 +37,11 @@ void BindNeighborOps(py::module_& m) {
       py::arg("input"), py::arg("output"), py::arg("self_weight"), py::arg("src_weights"),
       py::arg("dst_weights"), py::arg("check"), py::arg("name") = py::none(),
       py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
-      py::arg("named_ranks") = std::vector<int>(), py::arg("wait_follows") = false);
+      py::arg("named_ranks") = std::vector<int>(), py::arg("wait_follows") = false,
+      py::arg("stream") = 0);
+}
 
+void BindNeighborAllgather(py::module_& m) {
   m.def(
       "enqueue_neighbor_allgather",
       [](py::object input, std::optional<std::vector<int>> src_ranks,
@@ -55,15 +57,17 @@ void BindNeighborOps(py::module_& m) {
       py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
       py::arg("named_ranks") = std::vector<int>(), py::arg("wait_follows") = false,
       py::arg("check") = true);
+}
 
+void BindHierarchicalNeighborAllreduce(py::module_& m) {
   m.def(
       "enqueue_hierarchical_neighbor_allreduce",
       [](py::object input, py::object output, std::optional<double> self_weight,
          std::optional<WeightList> src_machine_weights,
          std::optional<WeightList> dst_machine_weights, bool check, std::optional<std::string> name,
          std::optional<std::string> dtype_override, std::optional<std::string> local_error,
-         std::vector<int> named_machines, bool wait_follows) {
-        Submission s = Begin(OpKind::kHierarchicalNeighborAllreduce, name, local_error);
+         std::vector<int> named_machines, bool wait_follows, StreamHandle stream) {
+        Submission s = Begin(OpKind::kHierarchicalNeighborAllreduce, name, local_error, stream);
         if (!input.is_none()) s.op.tensor = Take(s, input, dtype_override);
         s.output = output.is_none() ? s.op.tensor : Take(s, output, dtype_override);
         PrepareHierarchicalNeighborAllreduce(
@@ -75,7 +79,16 @@ void BindNeighborOps(py::module_& m) {
       py::arg("input"), py::arg("output"), py::arg("self_weight"), py::arg("src_machine_weights"),
       py::arg("dst_machine_weights"), py::arg("check"), py::arg("name") = py::none(),
       py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
-      py::arg("named_machines") = std::vector<int>(), py::arg("wait_follows") = false);
+      py::arg("named_machines") = std::vector<int>(), py::arg("wait_follows") = false,
+      py::arg("stream") = 0);
+}
+
+}  // namespace
+
+void BindNeighborOps(py::module_& m) {
+  BindNeighborAllreduce(m);
+  BindNeighborAllgather(m);
+  BindHierarchicalNeighborAllreduce(m);
 }
 
 }  // namespace flock

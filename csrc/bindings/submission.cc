@@ -4,6 +4,30 @@
 #include "flock/bindings/runtime_holder.h"
 
 namespace flock {
+namespace {
+
+bool CudaReady(OpKind kind) {
+  return kind == OpKind::kAllreduce || kind == OpKind::kBroadcast ||
+         kind == OpKind::kNeighborAllreduce || kind == OpKind::kHierarchicalNeighborAllreduce;
+}
+
+// A CUDA tensor: this rank's GPU backend (made now if this is the first), the
+// tensor on its device, and the point of the caller's stream the op waits for.
+Status TakeCuda(Submission& s, const TensorView& view) {
+  FLOCK_ASSIGN_OR_RETURN(GpuBackend * gpu, RequireRuntime().Gpu());
+  if (!CudaReady(s.op.kind)) {
+    return Status::Unsupported(std::string(OpKindName(s.op.kind)) +
+                               " does not take CUDA tensors yet (allreduce, broadcast, "
+                               "neighbor_allreduce and hierarchical_neighbor_allreduce do); "
+                               "move the tensor to the CPU with .cpu()");
+  }
+  FLOCK_RETURN_IF_ERROR(gpu->CheckDevice(view.device.index));
+  if (s.op.ready != nullptr) return Status::OK();  // the input's event covers the output
+  FLOCK_ASSIGN_OR_RETURN(s.op.ready, gpu->RecordReady(s.stream));
+  return Status::OK();
+}
+
+}  // namespace
 
 TensorView Take(Submission& s, const pybind11::object& capsule,
                 const std::optional<std::string>& dtype_override) {
@@ -16,21 +40,18 @@ TensorView Take(Submission& s, const pybind11::object& capsule,
   }
   TensorView view = tensor.value().view();
   s.keep_alive->push_back(std::move(tensor).value());
-  if (view.device.type != DeviceType::kCPU) {
-    s.op.local_status = Status::Unsupported(
-        "tensor is on " + DeviceToString(view.device) +
-        " but this flock build has no GPU backend (NCCL); move it to the CPU with .cpu()");
-  }
+  if (view.device.type == DeviceType::kCUDA) s.op.local_status = TakeCuda(s, view);
   return view;
 }
 
 Submission Begin(OpKind kind, const std::optional<std::string>& name,
-                 const std::optional<std::string>& local_error) {
+                 const std::optional<std::string>& local_error, StreamHandle stream) {
   Runtime& runtime = RequireRuntime();
   Submission s;
   s.op.kind = kind;
   s.op.name = name ? *name : runtime.AutoName(OpKindName(kind));
   s.op.auto_named = !name;
+  s.stream = stream;
   if (local_error) s.op.local_status = Status::InvalidArgument(*local_error);
   return s;
 }

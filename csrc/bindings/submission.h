@@ -22,6 +22,7 @@ using KeepAlive = std::vector<DlpackTensor>;
 struct Submission {
   OpRequest op;
   TensorView output;
+  StreamHandle stream = 0;  // the caller's CUDA stream (CUDA tensors; 0: the default stream)
   std::shared_ptr<KeepAlive> keep_alive = std::make_shared<KeepAlive>();
 };
 
@@ -31,9 +32,9 @@ TensorView Take(Submission& s, const pybind11::object& capsule,
                 const std::optional<std::string>& dtype_override);
 
 // A submission of `kind` named `name` (or auto-named), rejected from the start
-// when Python already found `local_error`.
+// when Python already found `local_error`. `stream`: see Submission.
 Submission Begin(OpKind kind, const std::optional<std::string>& name,
-                 const std::optional<std::string>& local_error);
+                 const std::optional<std::string>& local_error, StreamHandle stream = 0);
 
 // `wait_follows`: the caller waits for it at once (see Engine::Submit).
 HandleId Submit(Submission s, bool wait_follows = false);

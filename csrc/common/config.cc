@@ -38,6 +38,9 @@ const std::vector<SettingInfo> kSettings = {
     {"FLOCK_QUIET", "flag", "",
      "Anything but empty or 0: init() in a program started without a launcher does not say "
      "that it runs as one rank."},
+    {"FLOCK_DEVICE", "int", "",
+     "The CUDA device this rank uses for CUDA tensors (NCCL builds); unset: the local rank "
+     "modulo the number of devices. A CUDA tensor on another device is refused."},
     {"FLOCK_LOCAL_SIZE", "int", "0",
      "Pretend machines have this many consecutive ranks each (must divide the world size); 0 "
      "uses MPI shared-memory groups. Bluefog's BLUEFOG_NODES_PER_MACHINE is read when this is "
@@ -84,6 +87,20 @@ Status ParseNumber(const std::string& name, const std::string& text, double* out
   return Status::OK();
 }
 
+// Notes the first of glibc's own malloc settings (read at startup) that the
+// malloc tuning would override: the tuning then stays off.
+void NoteUserMallocSetting(const Config::Lookup& lookup, Config* config) {
+  for (const char* name :
+       {"MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_",
+        "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) {
+    auto v = lookup(name);
+    const bool about_malloc = v && (std::string(name) != "GLIBC_TUNABLES" ||
+                                    v->find("glibc.malloc.") != std::string::npos);
+    if (about_malloc && config->user_malloc_setting.empty())
+      config->user_malloc_setting = std::string(name) + "=" + *v;
+  }
+}
+
 }  // namespace
 
 const std::vector<SettingInfo>& SettingsTable() {
@@ -125,15 +142,11 @@ Result<Config> Config::Parse(const Lookup& lookup) {
     if (on > 1) return BadValue("FLOCK_MALLOC_TUNING", *v, "0 or 1");
     config.malloc_tuning = on == 1;
   }
-  // glibc reads these at startup; the ones the malloc tuning would override.
-  for (const char* name :
-       {"MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_",
-        "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) {
-    auto v = lookup(name);
-    const bool about_malloc = v && (std::string(name) != "GLIBC_TUNABLES" ||
-                                    v->find("glibc.malloc.") != std::string::npos);
-    if (about_malloc && config.user_malloc_setting.empty())
-      config.user_malloc_setting = std::string(name) + "=" + *v;
+  NoteUserMallocSetting(lookup, &config);
+  if (auto v = lookup("FLOCK_DEVICE")) {
+    int64_t device = 0;
+    FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_DEVICE", *v, 0, &device));
+    config.device = static_cast<int>(device);
   }
   if (auto v = lookup("FLOCK_QUIET")) config.quiet = !v->empty() && *v != "0";
   // Bluefog programs emulate machines with BLUEFOG_NODES_PER_MACHINE; flock's name wins.

@@ -98,6 +98,7 @@ bool Engine::Step() {
   did_work |= PollControl();
   CheckStalls();
   CheckNeighborStalls();
+  CheckGpuWork();
   auto progressed = transport_.ProgressSends();
   if (!progressed.ok()) FailTransport(progressed.status(), "sending control messages");
   Status neighbor_transport = neighbor_->TakeTransportFailure();
@@ -117,7 +118,10 @@ bool Engine::DrainQueue() {
     timeline_.Begin(name, OpKindName(request.op.kind), request.submitted);
     timeline_.Begin(name, "QUEUED", request.submitted);
     timeline_.End(name);
-    if (IsNeighborOp(request.op.kind)) {
+    // CUDA tensors' neighbor ops are negotiated like global ops: NCCL matches
+    // sends and receives by the order of the calls, so every rank runs them in
+    // the coordinator's order (transport/gpu_backend.h).
+    if (IsNeighborOp(request.op.kind) && request.op.tensor.device.type != DeviceType::kCUDA) {
       // Talks to its peers only: no negotiation, and another rank's shutdown
       // fails it only if that rank is one of its peers (its goodbye says so).
       neighbor_->Add(std::move(request));

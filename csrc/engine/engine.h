@@ -36,6 +36,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,8 @@
 #include "flock/neighbor/neighbor_exchange.h"
 #include "flock/requests/op_signature.h"
 #include "flock/requests/pending_request.h"
+#include "flock/transport/data_path.h"
+#include "flock/transport/gpu_backend.h"
 #include "flock/transport/transport.h"
 
 namespace flock {
@@ -97,6 +100,9 @@ class Engine {
   const EngineCounters& counters() const { return counters_; }
   // The neighbor ops' pool of scratch buffers (thread-safe).
   BufferPool& scratch_pool() { return neighbor_->scratch_pool(); }
+  // The GPU backend, once the runtime has made it (at the first CUDA tensor,
+  // before that tensor's request is submitted).
+  void SetGpuBackend(GpuBackend* gpu) { gpu_.store(gpu, std::memory_order_release); }
 
  private:
   void Run();
@@ -115,8 +121,15 @@ class Engine {
   void Handle(const std::vector<Response>& responses);
   void Execute(const Response& response);
   // executor.cc: one response's transport calls; an allgather's output in `gathered`.
-  Status RunBatch(const Response& response, const std::vector<PendingRequest*>& batch,
+  Status RunBatch(DataPath& path, const Response& response,
+                  const std::vector<PendingRequest*>& batch,
                   std::shared_ptr<GatheredTensor>* gathered);
+  // gpu_executor.cc: a batch of CUDA tensors, ordered after the callers'
+  // streams; `done` marks its end on flock's stream.
+  Status RunGpuBatch(const Response& response, const std::vector<PendingRequest*>& batch,
+                     GpuEventPtr* done);
+  // Forgets finished CUDA work; reports an asynchronous GPU failure once.
+  void CheckGpuWork();
   void FailAllPending(const std::string& reason);
   void FailAllPending(const Status& status);
   // engine_faults.cc: see there.
@@ -167,7 +180,9 @@ class Engine {
   std::set<int> stalled_ranks_;
   bool finished_ = false;
   std::string shutting_down_reason_;
-  std::vector<char> fusion_buffer_;
+  HostDataPath host_path_{transport_};
+  std::atomic<GpuBackend*> gpu_{nullptr};
+  std::deque<GpuEventPtr> gpu_in_flight_;  // done events not yet reached
   IdleState idle_state_;  // the idle policy's memory (last activity, network back-off)
   Clock::time_point last_stall_check_;
   bool coordinator_lost_ = false;  // rank 0 stopped answering: shut down without it

@@ -6,8 +6,6 @@
 // response. A batch of one allreduce runs straight from input to output; a
 // batch of several is packed into the fusion buffer (MEMCPY_IN_FUSION_BUFFER),
 // reduced in one call (COMMUNICATE) and unpacked (MEMCPY_OUT_FUSION_BUFFER).
-#include <cstring>
-
 #include "flock/collectives/collectives.h"
 #include "flock/common/logging.h"
 #include "flock/engine/engine.h"
@@ -25,30 +23,31 @@ Status Phase(Timeline& timeline, const std::vector<PendingRequest*>& batch, cons
   return status;
 }
 
-Status ScaleIfAverage(const PendingRequest& r, void* data, int64_t count, int group_size) {
+Status ScaleIfAverage(DataPath& path, const PendingRequest& r, void* data, int64_t count) {
   if (r.op.reduce_op != ReduceOp::kAverage) return Status::OK();
-  return ScaleInPlace(data, count, r.op.tensor.dtype, 1.0 / group_size);
+  return path.Scale(data, count, r.op.tensor.dtype, 1.0 / path.transport().size(r.op.group));
 }
 
-Status AllreduceOne(Transport& t, Timeline& timeline, PendingRequest& r) {
+Status AllreduceOne(DataPath& path, Timeline& timeline, PendingRequest& r) {
   const int64_t count = r.op.tensor.num_elements();
   return Phase(timeline, {&r}, "COMMUNICATE", [&] {
-    FLOCK_RETURN_IF_ERROR(t.Allreduce(r.op.tensor.data, r.output.data, count, r.op.tensor.dtype,
-                                      r.op.reduce_op, r.op.group));
-    return ScaleIfAverage(r, r.output.data, count, t.size(r.op.group));
+    FLOCK_RETURN_IF_ERROR(path.transport().Allreduce(
+        r.op.tensor.data, r.output.data, count, r.op.tensor.dtype, r.op.reduce_op, r.op.group));
+    return ScaleIfAverage(path, r, r.output.data, count);
   });
 }
 
-Status AllreduceFused(Transport& t, Timeline& timeline, const std::vector<PendingRequest*>& batch,
-                      std::vector<char>& buffer) {
+Status AllreduceFused(DataPath& path, Timeline& timeline,
+                      const std::vector<PendingRequest*>& batch) {
   int64_t total = 0;
   for (PendingRequest* r : batch) total += r->op.tensor.size_bytes();
-  if (static_cast<int64_t>(buffer.size()) < total) buffer.resize(static_cast<size_t>(total));
+  FLOCK_ASSIGN_OR_RETURN(void* buffer_raw, path.FusionBuffer(total));
+  char* buffer = static_cast<char*>(buffer_raw);
   FLOCK_RETURN_IF_ERROR(Phase(timeline, batch, "MEMCPY_IN_FUSION_BUFFER", [&] {
     int64_t offset = 0;
     for (PendingRequest* r : batch) {
-      std::memcpy(buffer.data() + offset, r->op.tensor.data,
-                  static_cast<size_t>(r->op.tensor.size_bytes()));
+      FLOCK_RETURN_IF_ERROR(
+          path.Copy(buffer + offset, r->op.tensor.data, r->op.tensor.size_bytes()));
       offset += r->op.tensor.size_bytes();
     }
     return Status::OK();
@@ -57,15 +56,14 @@ Status AllreduceFused(Transport& t, Timeline& timeline, const std::vector<Pendin
   const DataType dtype = first.op.tensor.dtype;
   const int64_t count = total / static_cast<int64_t>(DataTypeSize(dtype));
   FLOCK_RETURN_IF_ERROR(Phase(timeline, batch, "COMMUNICATE", [&] {
-    FLOCK_RETURN_IF_ERROR(t.Allreduce(buffer.data(), buffer.data(), count, dtype,
-                                      first.op.reduce_op, first.op.group));
-    return ScaleIfAverage(first, buffer.data(), count, t.size(first.op.group));
+    FLOCK_RETURN_IF_ERROR(path.transport().Allreduce(buffer, buffer, count, dtype,
+                                                     first.op.reduce_op, first.op.group));
+    return ScaleIfAverage(path, first, buffer, count);
   }));
   return Phase(timeline, batch, "MEMCPY_OUT_FUSION_BUFFER", [&] {
     int64_t offset = 0;
     for (PendingRequest* r : batch) {
-      std::memcpy(r->output.data, buffer.data() + offset,
-                  static_cast<size_t>(r->op.tensor.size_bytes()));
+      FLOCK_RETURN_IF_ERROR(path.Copy(r->output.data, buffer + offset, r->op.tensor.size_bytes()));
       offset += r->op.tensor.size_bytes();
     }
     return Status::OK();
@@ -118,7 +116,10 @@ void Engine::Execute(const Response& response) {
   for (PendingRequest* r : batch) counters_.bytes += r->op.tensor.size_bytes();
 
   std::shared_ptr<GatheredTensor> gathered;
-  const Status status = RunBatch(response, batch, &gathered);
+  GpuEventPtr done;
+  const Status status = batch.front()->op.tensor.device.type == DeviceType::kCUDA
+                            ? RunGpuBatch(response, batch, &done)
+                            : RunBatch(host_path_, response, batch, &gathered);
   for (size_t i = 0; i < batch.size() && i < response.cache_ids.size(); ++i) {
     (void)negotiator_.cache().Store(response.cache_ids[i], batch[i]->op.name,
                                     MakeSignature(batch[i]->op));
@@ -127,7 +128,7 @@ void Engine::Execute(const Response& response) {
   if (gathered != nullptr) {
     finisher_.Finish(*batch.front(), status, std::move(gathered));  // allgather: never fused
   } else {
-    finisher_.FinishBatch(batch, status);
+    finisher_.FinishBatch(batch, status, std::move(done));
   }
   for (PendingRequest* r : batch) {
     const std::string name = r->op.name;
@@ -135,20 +136,21 @@ void Engine::Execute(const Response& response) {
   }
 }
 
-Status Engine::RunBatch(const Response& response, const std::vector<PendingRequest*>& batch,
+Status Engine::RunBatch(DataPath& path, const Response& response,
+                        const std::vector<PendingRequest*>& batch,
                         std::shared_ptr<GatheredTensor>* gathered) {
   PendingRequest& first = *batch.front();
   switch (response.kind) {
     case OpKind::kAllreduce:
-      return batch.size() == 1 ? AllreduceOne(transport_, timeline_, first)
-                               : AllreduceFused(transport_, timeline_, batch, fusion_buffer_);
+      return batch.size() == 1 ? AllreduceOne(path, timeline_, first)
+                               : AllreduceFused(path, timeline_, batch);
     case OpKind::kBroadcast:
       return Phase(timeline_, batch, "COMMUNICATE", [&] {
-        return transport_.Broadcast(first.op.tensor.data, first.op.tensor.size_bytes(),
-                                    first.op.root, first.op.group);
+        return path.transport().Broadcast(first.op.tensor.data, first.op.tensor.size_bytes(),
+                                          first.op.root, first.op.group);
       });
     case OpKind::kAllgather: {
-      auto result = Allgather(transport_, timeline_, first, response.first_dims);
+      auto result = Allgather(path.transport(), timeline_, first, response.first_dims);
       if (!result.ok()) return result.status();
       *gathered = std::move(result).value();
       return Status::OK();

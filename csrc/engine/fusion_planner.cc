@@ -13,6 +13,7 @@ FusionCandidate CandidateFrom(const OpSignature& s) {
   c.dtype = s.dtype;
   c.reduce_op = s.reduce_op;
   c.group = s.group;
+  c.device = s.device;
   int64_t elements = 1;
   for (int64_t d = 0; d < std::min<int64_t>(s.ndim, kSignatureMaxDims); ++d) elements *= s.dims[d];
   c.bytes = elements * static_cast<int64_t>(DataTypeSize(static_cast<DataType>(s.dtype)));
@@ -21,7 +22,7 @@ FusionCandidate CandidateFrom(const OpSignature& s) {
 
 std::vector<std::vector<size_t>> PlanFusion(const std::vector<FusionCandidate>& candidates,
                                             int64_t threshold_bytes) {
-  using Key = std::tuple<int64_t, int64_t, int64_t>;  // dtype, reduction, group
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t>;  // dtype, reduction, group, device
   std::vector<std::vector<size_t>> batches;
   std::vector<int64_t> batch_bytes;
   std::map<Key, size_t> open;  // key -> index of the batch still accepting tensors
@@ -32,7 +33,7 @@ std::vector<std::vector<size_t>> PlanFusion(const std::vector<FusionCandidate>& 
       batch_bytes.push_back(c.bytes);
       continue;
     }
-    const Key key{c.dtype, c.reduce_op, c.group};
+    const Key key{c.dtype, c.reduce_op, c.group, c.device};
     auto it = open.find(key);
     // batch_bytes <= threshold_bytes, so this cannot overflow as a sum could.
     if (it != open.end() && c.bytes <= threshold_bytes - batch_bytes[it->second]) {

@@ -20,6 +20,7 @@ struct FusionCandidate {
   int64_t dtype = 0;
   int64_t reduce_op = 0;
   int64_t group = 0;
+  int64_t device = 0;  // DeviceType: host and CUDA tensors never share a batch
   int64_t bytes = 0;
 };
 

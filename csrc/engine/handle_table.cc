@@ -70,7 +70,8 @@ void HandleTable::Complete(HandleId id, Status status, std::shared_ptr<GatheredT
   WakeAll(wake);
 }
 
-void HandleTable::CompleteAll(const std::vector<HandleId>& ids, const Status& status) {
+void HandleTable::CompleteAll(const std::vector<HandleId>& ids, const Status& status,
+                              const GpuEventPtr& done) {
   Waiters wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -78,6 +79,7 @@ void HandleTable::CompleteAll(const std::vector<HandleId>& ids, const Status& st
       auto it = entries_.find(id);
       if (it == entries_.end() || it->second.done) continue;
       it->second.completion.status = status;
+      it->second.completion.done = done;
       MarkDone(it->second, wake);
     }
     HoldIfAsked(wake);

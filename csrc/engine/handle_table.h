@@ -22,6 +22,7 @@
 #include "flock/common/status.h"
 #include "flock/common/tensor_view.h"
 #include "flock/requests/pending_request.h"
+#include "flock/transport/gpu_backend.h"
 
 namespace flock {
 
@@ -29,6 +30,9 @@ struct Completion {
   Status status;
   std::shared_ptr<GatheredTensor> gathered;
   std::shared_ptr<void> keep_alive;
+  // CUDA ops: the point of flock's stream where the outputs are ready (the
+  // handle completes once the work is queued; see transport/gpu_backend.h).
+  GpuEventPtr done;
 };
 
 class HandleTable {
@@ -43,7 +47,8 @@ class HandleTable {
   void Complete(HandleId id, Status status, std::shared_ptr<GatheredTensor> gathered = nullptr);
   // Completes a fused batch at once: one lock and one wake-up for all of them,
   // so a thread waiting on them one by one is not woken once per handle.
-  void CompleteAll(const std::vector<HandleId>& ids, const Status& status);
+  void CompleteAll(const std::vector<HandleId>& ids, const Status& status,
+                   const GpuEventPtr& done = nullptr);
   // Completes every pending handle with `status` (shutdown), waking at once.
   void FailAllPending(const Status& status);
   // Wakes the threads whose handles completed since the last call (hold_wakes).

@@ -12,7 +12,8 @@ void RequestFinisher::Finish(PendingRequest& request, Status status,
   handles_.Complete(request.handle, std::move(status), std::move(gathered));
 }
 
-void RequestFinisher::FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status) {
+void RequestFinisher::FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status,
+                                  const GpuEventPtr& done) {
   if (!status.ok()) counters_.errors += static_cast<int64_t>(batch.size());
   std::vector<HandleId> ids;
   ids.reserve(batch.size());
@@ -21,7 +22,7 @@ void RequestFinisher::FinishBatch(const std::vector<PendingRequest*>& batch, con
     ids.push_back(r->handle);
   }
   requests_.ReleaseAll(batch);
-  handles_.CompleteAll(ids, status);
+  handles_.CompleteAll(ids, status, done);
 }
 
 }  // namespace flock

@@ -23,7 +23,9 @@ class RequestFinisher {
 
   void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered);
   // A fused batch: one handle-table lock for all of them.
-  void FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status);
+  // `done`: a CUDA batch's completion event.
+  void FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status,
+                   const GpuEventPtr& done = nullptr);
 
  private:
   Timeline& timeline_;

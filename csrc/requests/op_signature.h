@@ -19,6 +19,7 @@
 #include "flock/common/status.h"
 #include "flock/common/tensor_view.h"
 #include "flock/requests/exchange_step.h"
+#include "flock/transport/gpu_backend.h"
 #include "flock/transport/transport.h"
 
 namespace flock {
@@ -69,6 +70,9 @@ struct OpRequest {
   std::vector<int> notify_on_reject;
   // Matched by the number of earlier unnamed calls of this op, not by name.
   bool auto_named = false;
+  // CUDA tensors: where the caller's stream was when it submitted (the inputs
+  // are ready once the GPU gets there).
+  GpuEventPtr ready;
 };
 
 inline OpRequest MakeRequest(OpKind kind, std::string name, const TensorView& tensor) {

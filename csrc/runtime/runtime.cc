@@ -37,6 +37,30 @@ Runtime::Runtime(Config config, std::unique_ptr<Transport> transport)
 
 Runtime::~Runtime() {
   if (engine_) engine_->Shutdown();
+  if (gpu_) {
+    const Status closed = gpu_->Shutdown();
+    if (!closed.ok())
+      FLOCK_LOG(kWarning, "runtime") << "closing the GPU backend: " << closed.message();
+  }
+}
+
+Result<GpuBackend*> Runtime::Gpu() {
+  std::lock_guard<std::mutex> lock(gpu_mutex_);
+  if (gpu_) return gpu_.get();
+  FLOCK_RETURN_IF_ERROR(gpu_failure_);
+  // Devices are per real host: with FLOCK_LOCAL_SIZE faking machines, the
+  // machine-local rank would give two ranks of one host the same device.
+  int host_local_rank = 0;
+  for (int r = 0; r < rank(); ++r) host_local_rank += transport_->on_this_host(r) ? 1 : 0;
+  auto made = CreateGpuBackend(*transport_, config_, host_local_rank);
+  if (!made.ok()) {
+    gpu_failure_ = made.status();
+    return gpu_failure_;
+  }
+  gpu_ = std::move(made).value();
+  engine_->SetGpuBackend(gpu_.get());
+  FLOCK_LOG(kDebug, "runtime") << "GPU backend ready on cuda:" << gpu_->device();
+  return gpu_.get();
 }
 
 Status Runtime::DiscoverMachines() {

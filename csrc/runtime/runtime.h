@@ -12,6 +12,7 @@
 #include "flock/common/config.h"
 #include "flock/common/status.h"
 #include "flock/engine/engine.h"
+#include "flock/transport/gpu_backend.h"
 #include "flock/transport/transport.h"
 
 namespace flock {
@@ -44,6 +45,11 @@ class Runtime {
   const MachineLayout& machine() const { return machine_; }
   int rank() const { return transport_->rank(CommGroup::kWorld); }
   int size() const { return transport_->size(CommGroup::kWorld); }
+
+  // The GPU backend, made at the first call (the first CUDA tensor: a job
+  // without one never initialises CUDA); an Unsupported error in a build
+  // without one, or why it could not start (kept: later calls fail alike).
+  Result<GpuBackend*> Gpu();
 
   // A deterministic name for an unnamed request: "<op>.<n>" for the n-th of that op.
   std::string AutoName(const std::string& op);
@@ -78,6 +84,9 @@ class Runtime {
   Config config_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Engine> engine_;  // declared after the transport: stopped before it
+  std::mutex gpu_mutex_;
+  std::unique_ptr<GpuBackend> gpu_;  // shut down after the engine, before the transport
+  Status gpu_failure_;
   MachineLayout machine_;
   std::map<std::string, long long> auto_name_counters_;
   mutable std::mutex topology_mutex_;

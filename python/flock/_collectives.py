@@ -20,6 +20,8 @@ from flock.reduce_op import resolve_reduce_op
 # handle -> function that turns the finished op into the caller's result. It
 # also holds the Python objects involved until the handle is synchronized.
 _finishers = {}
+# handle -> function giving the caller's current CUDA stream (CUDA tensors only).
+_streams = {}
 
 
 class _Exported:
@@ -37,20 +39,41 @@ class _Exported:
             self.error = "cannot use {!r} as a tensor: {}".format(type(tensor).__name__, error)
 
 
-def _register(handle, finisher):
+def _register(handle, finisher, stream_of=None):
     _finishers[handle] = finisher
+    if stream_of is not None:
+        _streams[handle] = stream_of
     return handle
 
 
-def synchronize(handle):
-    """Waits for the op of ``handle`` and returns its result (raises its error)."""
+def _cuda_stream(adapter, tensor):
+    """The caller's current CUDA stream for ``tensor`` (an int), or None off the GPU."""
+    current = getattr(adapter, "cuda_stream", None)
+    return current(tensor) if current is not None else None
+
+
+def _stream_of(adapter, tensor, stream):
+    """For _register: how synchronize finds the caller's current stream (None off the GPU)."""
+    return None if stream is None else lambda: _cuda_stream(adapter, tensor)
+
+
+def synchronize(handle, block=False):
+    """Waits for the op of ``handle`` and returns its result (raises its error).
+
+    For CUDA tensors the op has finished once its work is queued on flock's
+    stream: the caller's current stream is made to wait for it and this returns
+    at once; ``block=True`` also waits on the host until the GPU is done.
+    """
+    stream_of = _streams.get(handle)
     try:
-        gathered = core.wait(handle)
+        gathered = core.wait(handle, stream_of() if stream_of is not None else 0, block)
     except KeyboardInterrupt:
         raise  # the op is still running: synchronize(handle) may be called again
     except BaseException:
         _finishers.pop(handle, None)
+        _streams.pop(handle, None)
         raise
+    _streams.pop(handle, None)
     finisher = _finishers.pop(handle, None)
     return finisher(gathered) if finisher is not None else None
 
@@ -71,9 +94,12 @@ def allreduce_nonblocking(adapter, tensor, average=None, name=None, op=None,
     # In place on a contiguous tensor writes straight into it; otherwise into a new buffer.
     out = src.tensor if inplace else adapter.empty_like(src.tensor)
     out_capsule = None if out is src.tensor else adapter.export(out)[0]  # None: in place
+    stream = _cuda_stream(adapter, src.tensor)
     handle = core.enqueue_allreduce(src.capsule, out_capsule, reduce_op, name,
-                                    is_hierarchical_local, src.override, wait_follows=wait_follows)
-    return _register(handle, lambda _: _deliver(adapter, tensor, out, inplace))
+                                    is_hierarchical_local, src.override, wait_follows=wait_follows,
+                                    stream=stream or 0)
+    return _register(handle, lambda _: _deliver(adapter, tensor, out, inplace),
+                     _stream_of(adapter, src.tensor, stream))
 
 
 def broadcast_nonblocking(adapter, tensor, root_rank, name=None, inplace=False,
@@ -91,9 +117,11 @@ def broadcast_nonblocking(adapter, tensor, root_rank, name=None, inplace=False,
     if not inplace and adapter.same_memory(work, tensor):
         work = adapter.copy(tensor)  # never modify the caller's tensor
         src.capsule, src.override = adapter.export(work)
+    stream = _cuda_stream(adapter, work)
     handle = core.enqueue_broadcast(src.capsule, root_rank, name, src.override,
-                                    wait_follows=wait_follows)
-    return _register(handle, lambda _: _deliver(adapter, tensor, work, inplace))
+                                    wait_follows=wait_follows, stream=stream or 0)
+    return _register(handle, lambda _: _deliver(adapter, tensor, work, inplace),
+                     _stream_of(adapter, work, stream))
 
 
 def allgather_nonblocking(adapter, tensor, name=None, wait_follows=False):

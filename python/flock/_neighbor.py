@@ -43,10 +43,12 @@ def neighbor_allreduce_nonblocking(adapter, tensor, self_weight=None, src_weight
         return c._register(handle, lambda _: None)
     out = exported.tensor if inplace else adapter.empty_like(exported.tensor)
     out_capsule = None if out is exported.tensor else adapter.export(out)[0]
+    stream = c._cuda_stream(adapter, exported.tensor)
     handle = core.enqueue_neighbor_allreduce(exported.capsule, out_capsule, self_w, src, dst, check,
                                              name, exported.override, named_ranks=named,
-                                             wait_follows=wait_follows)
-    return c._register(handle, lambda _: c._deliver(adapter, tensor, out, inplace))
+                                             wait_follows=wait_follows, stream=stream or 0)
+    return c._register(handle, lambda _: c._deliver(adapter, tensor, out, inplace),
+                       c._stream_of(adapter, exported.tensor, stream))
 
 
 def neighbor_allgather_nonblocking(adapter, tensor, src_ranks=None, dst_ranks=None,
@@ -114,7 +116,8 @@ def hierarchical_neighbor_allreduce_nonblocking(adapter, tensor, self_weight=Non
         return c._register(handle, lambda _: None)
     out = adapter.empty_like(exported.tensor)
     out_capsule = adapter.export(out)[0]
+    stream = c._cuda_stream(adapter, exported.tensor)
     handle = core.enqueue_hierarchical_neighbor_allreduce(
         exported.capsule, out_capsule, self_w, src, dst, check, name, exported.override,
-        named_machines=named, wait_follows=wait_follows)
-    return c._register(handle, lambda _: out)
+        named_machines=named, wait_follows=wait_follows, stream=stream or 0)
+    return c._register(handle, lambda _: out, c._stream_of(adapter, exported.tensor, stream))

@@ -20,6 +20,13 @@ def _check(tensor):
         raise TypeError("expected a torch.Tensor, got {}".format(type(tensor).__name__))
 
 
+def cuda_stream(tensor):
+    """The current CUDA stream of the tensor's device as an int, or None for a CPU tensor."""
+    if not tensor.is_cuda:
+        return None
+    return torch.cuda.current_stream(tensor.device).cuda_stream
+
+
 def contiguous(tensor):
     _check(tensor)
     if not tensor.requires_grad and tensor.is_contiguous():

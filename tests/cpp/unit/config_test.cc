@@ -96,13 +96,19 @@ TEST(Config, BadValuesAreErrorsNamingTheVariable) {
       {"FLOCK_FUSION_THRESHOLD", "-1"}, {"FLOCK_CYCLE_TIME_MS", "fast"},
       {"FLOCK_STALL_WARNING_S", "-2"},  {"FLOCK_LOCAL_SIZE", "two"},
       {"FLOCK_STALL_SHUTDOWN_S", ""},   {"FLOCK_CACHE_CAPACITY", "-5"},
-      {"FLOCK_MALLOC_TUNING", "2"}};
+      {"FLOCK_MALLOC_TUNING", "2"},     {"FLOCK_DEVICE", "-1"},
+      {"FLOCK_DEVICE", "gpu0"}};
   for (const auto& [name, value] : bad) {
     Result<Config> config = Config::FromMap({{name, value}});
     ASSERT_FALSE(config.ok()) << name << "=" << value;
     EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(config.status().message().find(name), std::string::npos) << config.status().message();
   }
+}
+
+TEST(Config, DeviceDefaultsToTheLocalRanksChoice) {
+  EXPECT_EQ(Config::FromMap({}).value().device, -1);
+  EXPECT_EQ(Config::FromMap({{"FLOCK_DEVICE", "3"}}).value().device, 3);
 }
 
 TEST(Config, TableListsEverySettingOnce) {
@@ -112,7 +118,7 @@ TEST(Config, TableListsEverySettingOnce) {
     EXPECT_EQ(std::string(s.name).rfind("FLOCK_", 0), 0u);
     EXPECT_GT(std::string(s.doc).size(), 10u);
   }
-  EXPECT_EQ(names.size(), 11u);
+  EXPECT_EQ(names.size(), 12u);
 }
 
 }  // namespace

@@ -164,6 +164,19 @@ TEST(FusionPlanner, KeepsDtypesApartAndBigOrOtherOpsAlone) {
   for (int s : seen) EXPECT_EQ(s, 1);
 }
 
+// A host tensor and a CUDA tensor never share a fusion buffer: it lives on one of them.
+TEST(FusionPlanner, KeepsHostAndCudaTensorsApart) {
+  std::vector<FusionCandidate> mixed(4, Candidate(8));
+  mixed[1].device = mixed[3].device = static_cast<int64_t>(DeviceType::kCUDA);
+  auto plan = PlanFusion(mixed, 64);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0], (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(plan[1], (std::vector<size_t>{1, 3}));
+  OpSignature cuda = Sig(OpKind::kAllreduce, DataType::kFloat32, {2}, "c");
+  cuda.device = static_cast<int64_t>(DeviceType::kCUDA);
+  EXPECT_EQ(CandidateFrom(cuda).device, static_cast<int64_t>(DeviceType::kCUDA));
+}
+
 TEST(FusionPlanner, AThresholdNearTheLimitDoesNotOverflow) {
   const int64_t max = std::numeric_limits<int64_t>::max();
   auto plan = PlanFusion({Candidate(max - 1), Candidate(max - 1)}, max);

@@ -1,0 +1,78 @@
+// CudaBackend: the GpuBackend of an NCCL build — the rank's device, its
+// communication stream (non-blocking: it never waits for the legacy default
+// stream behind the caller's back), the events that order it with the
+// callers' streams, a reused device fusion buffer and the NCCL transport.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "flock/transport/gpu_backend.h"
+#include "flock/transport/nccl/nccl_transport.h"
+
+namespace flock {
+
+class CudaEvent : public GpuEvent {
+ public:
+  explicit CudaEvent(cudaEvent_t event) : event_(event) {}
+  ~CudaEvent() override;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_;
+};
+
+class CudaBackend : public GpuBackend {
+ public:
+  // `configured_device` < 0: local_rank % the number of devices.
+  static Result<std::unique_ptr<GpuBackend>> Create(Transport& host, int configured_device,
+                                                    int local_rank);
+  ~CudaBackend() override;
+
+  int device() const override { return device_; }
+  Status CheckDevice(int device_index) const override;
+  Result<GpuEventPtr> RecordReady(StreamHandle caller_stream) override;
+  Status StreamWait(StreamHandle caller_stream, const GpuEvent& done) override;
+  Status HostWait(const GpuEvent& done) override;
+  Result<bool> Reached(const GpuEvent& done) override;
+
+  Status WaitReady(const GpuEvent& ready) override;
+  Transport& transport() override { return *nccl_; }
+  Status Copy(void* dst, const void* src, int64_t bytes) override;
+  Status Scale(void* buffer, int64_t count, DataType dtype, double factor) override;
+  Result<void*> FusionBuffer(int64_t bytes) override;
+  Result<GpuEventPtr> RecordDone() override;
+  Result<void*> Workspace(int slot, int64_t bytes) override;
+  Status GroupStart() override { return nccl_->GroupStart(); }
+  Status Send(const void* buffer, int64_t bytes, int peer) override {
+    return nccl_->Send(buffer, bytes, peer, 0, CommGroup::kWorld);
+  }
+  Status Recv(void* buffer, int64_t bytes, int peer) override {
+    return nccl_->Recv(buffer, bytes, peer, 0, CommGroup::kWorld);
+  }
+  Status GroupEnd() override { return nccl_->GroupEnd(); }
+  Status WeightedStore(void* acc, const void* x, DataType dtype, double w, int64_t count) override;
+  Status WeightedAccumulate(void* acc, const void* x, DataType dtype, double w,
+                            int64_t count) override;
+  Status StoreAccumulator(void* out, const void* acc, DataType dtype, int64_t count) override;
+  Status CheckAsyncErrors() override;
+  Status Shutdown() override;
+
+ private:
+  CudaBackend(int device, cudaStream_t stream, Transport& host);
+  Status OnDevice() const;  // the calling thread's current device := device_
+  Result<GpuEventPtr> Record(cudaStream_t stream, const char* what);
+
+  const int device_;
+  cudaStream_t stream_;
+  std::unique_ptr<NcclTransport> nccl_;
+  struct Scratch {
+    void* data = nullptr;
+    int64_t bytes = 0;
+  };
+  Scratch workspaces_[kWorkspaceSlots];
+  bool shut_down_ = false;
+};
+
+}  // namespace flock
