@@ -21,7 +21,7 @@ def count(path):
 
 def main(report_dir):
     totals = [0, 0, 0]
-    for path in sorted(glob.glob(os.path.join(report_dir, "*.xml"))):
+    for path in sorted(glob.glob(os.path.join(report_dir, "**", "*.xml"), recursive=True)):
         p, f, s = count(path)
         print("  {:<28} {} passed, {} failed, {} skipped".format(os.path.basename(path), p, f, s))
         totals = [a + b for a, b in zip(totals, (p, f, s))]

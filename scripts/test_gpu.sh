@@ -13,7 +13,7 @@ cd "$root"
 export PATH="$root/.venv/bin:$PATH"
 build="$root/build-gpu"
 reports="${1:-$root/out/test-reports}"
-mkdir -p "$build" "$reports"
+mkdir -p "$build" "$reports/gpu-nccl" "$reports/gpu-via-mpi"
 failed=()
 
 archs=()
@@ -32,7 +32,16 @@ for np in 1 2 3 4; do
   env PYTHONPATH="$build/fake-python:$root/tests/python/gpu" FLOCK_FAKE_DEVICE_LIB="$fake_lib" \
     FAKE_CUDA_DELAY_US=300 FAKE_NCCL_TIMEOUT_S=60 \
     timeout --kill-after=10 600 flockrun -np "$np" python tests/python/mpi_pytest.py \
-    "$reports" tests/python/gpu -q -p no:cacheprovider || failed+=("fake device np $np")
+    "$reports/gpu-nccl" tests/python/gpu -q -p no:cacheprovider || failed+=("fake device np $np")
+done
+
+# The same tests with FLOCK_GPU_VIA_MPI=1 (through pinned memory, every fake NCCL op failing).
+for np in 2 3; do
+  echo "test_gpu: Python GPU tests over MPI through pinned memory, flockrun -np $np"
+  env PYTHONPATH="$build/fake-python:$root/tests/python/gpu" FLOCK_FAKE_DEVICE_LIB="$fake_lib" \
+    FAKE_CUDA_DELAY_US=300 FLOCK_GPU_VIA_MPI=1 FAKE_NCCL_FAIL_AFTER=0 \
+    timeout --kill-after=10 600 flockrun -np "$np" python tests/python/mpi_pytest.py \
+    "$reports/gpu-via-mpi" tests/python/gpu -q -p no:cacheprovider || failed+=("GPU via MPI np $np")
 done
 
 echo "test_gpu: the real module without a GPU driver"

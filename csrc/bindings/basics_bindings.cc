@@ -70,6 +70,19 @@ void BindQuestions(py::module_& m) {
   m.def("unified_mpi_window_model_supported",
         [] { return RequireRuntime().transport().unified_window_model(); });
   m.def("nccl_built", [] { return NcclBuilt(); });
+  m.def(
+      "gpu_info",
+      []() -> py::object {
+        GpuBackend* gpu = RequireRuntime().gpu_if_made();
+        if (gpu == nullptr) return py::none();
+        py::dict info;
+        info["device"] = gpu->device();
+        info["via_mpi"] = gpu->via_mpi();
+        info["staged_bytes"] = gpu->staged_bytes();
+        return info;
+      },
+      "The GPU backend's device, transport (via_mpi) and bytes staged through host memory; "
+      "None until the first CUDA tensor.");
   m.def("cuda_toolkit_found", [] { return FLOCK_WITH_NCCL != 0; });
 }
 

@@ -41,6 +41,9 @@ const std::vector<SettingInfo> kSettings = {
     {"FLOCK_DEVICE", "int", "",
      "The CUDA device this rank uses for CUDA tensors (NCCL builds); unset: the local rank "
      "modulo the number of devices. A CUDA tensor on another device is refused."},
+    {"FLOCK_GPU_VIA_MPI", "int", "0",
+     "1: CUDA tensors travel over MPI through pinned host memory instead of NCCL (clusters "
+     "where NCCL cannot be used); 0: NCCL."},
     {"FLOCK_LOCAL_SIZE", "int", "0",
      "Pretend machines have this many consecutive ranks each (must divide the world size); 0 "
      "uses MPI shared-memory groups. Bluefog's BLUEFOG_NODES_PER_MACHINE is read when this is "
@@ -101,6 +104,22 @@ void NoteUserMallocSetting(const Config::Lookup& lookup, Config* config) {
   }
 }
 
+// FLOCK_DEVICE and FLOCK_GPU_VIA_MPI (read by NCCL builds at the first CUDA tensor).
+Status ParseGpuSettings(const Config::Lookup& lookup, Config* config) {
+  if (auto v = lookup("FLOCK_DEVICE")) {
+    int64_t device = 0;
+    FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_DEVICE", *v, 0, &device));
+    config->device = static_cast<int>(device);
+  }
+  if (auto v = lookup("FLOCK_GPU_VIA_MPI")) {
+    int64_t on = 0;
+    FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_GPU_VIA_MPI", *v, 0, &on));
+    if (on > 1) return BadValue("FLOCK_GPU_VIA_MPI", *v, "0 or 1");
+    config->gpu_via_mpi = on == 1;
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 const std::vector<SettingInfo>& SettingsTable() {
@@ -143,11 +162,7 @@ Result<Config> Config::Parse(const Lookup& lookup) {
     config.malloc_tuning = on == 1;
   }
   NoteUserMallocSetting(lookup, &config);
-  if (auto v = lookup("FLOCK_DEVICE")) {
-    int64_t device = 0;
-    FLOCK_RETURN_IF_ERROR(ParseInt("FLOCK_DEVICE", *v, 0, &device));
-    config.device = static_cast<int>(device);
-  }
+  FLOCK_RETURN_IF_ERROR(ParseGpuSettings(lookup, &config));
   if (auto v = lookup("FLOCK_QUIET")) config.quiet = !v->empty() && *v != "0";
   // Bluefog programs emulate machines with BLUEFOG_NODES_PER_MACHINE; flock's name wins.
   for (const char* name : {"FLOCK_LOCAL_SIZE", "BLUEFOG_NODES_PER_MACHINE"}) {

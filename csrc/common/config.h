@@ -41,6 +41,7 @@ struct Config {
   // BLUEFOG_NODES_PER_MACHINE when only that is set), for error messages.
   std::string local_size_variable = "FLOCK_LOCAL_SIZE";
   int device = -1;            // the CUDA device of this rank; -1: local rank % device count
+  bool gpu_via_mpi = false;   // CUDA tensors over MPI through pinned memory, not NCCL
   bool malloc_tuning = true;  // see common/malloc_tuning.h
   bool quiet = false;         // no "running as 1 rank" note (read by the Python layer)
   // "NAME=value" of the user's own glibc malloc setting, if any: it wins

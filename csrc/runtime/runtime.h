@@ -50,6 +50,11 @@ class Runtime {
   // without one never initialises CUDA); an Unsupported error in a build
   // without one, or why it could not start (kept: later calls fail alike).
   Result<GpuBackend*> Gpu();
+  // The GPU backend if a CUDA tensor has made it, else null (never makes it).
+  GpuBackend* gpu_if_made() {
+    std::lock_guard<std::mutex> lock(gpu_mutex_);
+    return gpu_.get();
+  }
 
   // A deterministic name for an unnamed request: "<op>.<n>" for the n-th of that op.
   std::string AutoName(const std::string& op);

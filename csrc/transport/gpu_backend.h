@@ -37,6 +37,10 @@ using StreamHandle = uintptr_t;
 class GpuBackend : public DataPath {
  public:
   virtual int device() const = 0;  // the CUDA device this rank uses
+  // FLOCK_GPU_VIA_MPI=1: device data goes over MPI through pinned memory
+  // (staged_bytes so far), not NCCL.
+  virtual bool via_mpi() const = 0;
+  virtual int64_t staged_bytes() const = 0;
 
   // Caller's thread. An error when `device_index` is not this rank's device.
   virtual Status CheckDevice(int device_index) const = 0;

@@ -6,6 +6,8 @@
 
 #include "flock/transport/cuda/cuda_status.h"
 #include "flock/transport/cuda/device_kernels.h"
+#include "flock/transport/cuda/staged_transport.h"
+#include "flock/transport/nccl/nccl_transport.h"
 
 namespace flock {
 namespace {
@@ -37,20 +39,26 @@ CudaEvent::~CudaEvent() {
 }
 
 Result<std::unique_ptr<GpuBackend>> CudaBackend::Create(Transport& host, int configured_device,
-                                                        int local_rank) {
-  FLOCK_ASSIGN_OR_RETURN(const int device, ChooseDevice(configured_device, local_rank));
+                                                        int host_local_rank, bool via_mpi) {
+  FLOCK_ASSIGN_OR_RETURN(const int device, ChooseDevice(configured_device, host_local_rank));
   FLOCK_CUDA_RETURN_IF_ERROR(cudaSetDevice(device),
                              "selecting CUDA device " + std::to_string(device));
   cudaStream_t stream = nullptr;
   FLOCK_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
                              "creating flock's communication stream");
-  return std::unique_ptr<GpuBackend>(new CudaBackend(device, stream, host));
+  std::unique_ptr<DeviceTransport> data;
+  if (via_mpi) {
+    data = std::make_unique<StagedTransport>(host, stream);
+  } else {
+    data = std::make_unique<NcclTransport>(host, stream, device);
+  }
+  auto backend = std::unique_ptr<CudaBackend>(new CudaBackend(device, stream, std::move(data)));
+  backend->via_mpi_ = via_mpi;
+  return std::unique_ptr<GpuBackend>(std::move(backend));
 }
 
-CudaBackend::CudaBackend(int device, cudaStream_t stream, Transport& host)
-    : device_(device),
-      stream_(stream),
-      nccl_(std::make_unique<NcclTransport>(host, stream, device)) {}
+CudaBackend::CudaBackend(int device, cudaStream_t stream, std::unique_ptr<DeviceTransport> data)
+    : device_(device), stream_(stream), data_(std::move(data)) {}
 
 CudaBackend::~CudaBackend() {
   if (!shut_down_) (void)Shutdown();
@@ -104,7 +112,7 @@ Status CudaBackend::HostWait(const GpuEvent& done) {
   auto pause = std::chrono::microseconds(2);
   while (true) {
     FLOCK_ASSIGN_OR_RETURN(const bool reached, Reached(done));
-    if (reached) return nccl_->CheckAsyncErrors();
+    if (reached) return data_->CheckAsyncErrors();
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
@@ -172,16 +180,16 @@ Result<GpuEventPtr> CudaBackend::RecordDone() {
 }
 
 Status CudaBackend::CheckAsyncErrors() {
-  return nccl_->CheckAsyncErrors();
+  return data_->CheckAsyncErrors();
 }
 
 Status CudaBackend::Shutdown() {
   shut_down_ = true;
   Status status = OnDevice();
-  if (status.ok()) status = nccl_->CheckAsyncErrors();
+  if (status.ok()) status = data_->CheckAsyncErrors();
   if (status.ok())
     status = gpu::CudaStatus(cudaStreamSynchronize(stream_), "finishing flock's stream");
-  const Status closed = nccl_->Shutdown();
+  const Status closed = data_->Shutdown();
   if (status.ok()) status = closed;
   for (Scratch& scratch : workspaces_) {
     if (scratch.data != nullptr) (void)cudaFree(scratch.data);

@@ -8,8 +8,8 @@
 
 #include <memory>
 
+#include "flock/transport/cuda/device_transport.h"
 #include "flock/transport/gpu_backend.h"
-#include "flock/transport/nccl/nccl_transport.h"
 
 namespace flock {
 
@@ -25,12 +25,15 @@ class CudaEvent : public GpuEvent {
 
 class CudaBackend : public GpuBackend {
  public:
-  // `configured_device` < 0: local_rank % the number of devices.
+  // `configured_device` < 0: host_local_rank % the number of devices.
+  // `via_mpi`: device data over the host transport (StagedTransport), not NCCL.
   static Result<std::unique_ptr<GpuBackend>> Create(Transport& host, int configured_device,
-                                                    int local_rank);
+                                                    int host_local_rank, bool via_mpi);
   ~CudaBackend() override;
 
   int device() const override { return device_; }
+  bool via_mpi() const override { return via_mpi_; }
+  int64_t staged_bytes() const override { return data_->staged_bytes(); }
   Status CheckDevice(int device_index) const override;
   Result<GpuEventPtr> RecordReady(StreamHandle caller_stream) override;
   Status StreamWait(StreamHandle caller_stream, const GpuEvent& done) override;
@@ -38,20 +41,20 @@ class CudaBackend : public GpuBackend {
   Result<bool> Reached(const GpuEvent& done) override;
 
   Status WaitReady(const GpuEvent& ready) override;
-  Transport& transport() override { return *nccl_; }
+  Transport& transport() override { return *data_; }
   Status Copy(void* dst, const void* src, int64_t bytes) override;
   Status Scale(void* buffer, int64_t count, DataType dtype, double factor) override;
   Result<void*> FusionBuffer(int64_t bytes) override;
   Result<GpuEventPtr> RecordDone() override;
   Result<void*> Workspace(int slot, int64_t bytes) override;
-  Status GroupStart() override { return nccl_->GroupStart(); }
+  Status GroupStart() override { return data_->GroupStart(); }
   Status Send(const void* buffer, int64_t bytes, int peer) override {
-    return nccl_->Send(buffer, bytes, peer, 0, CommGroup::kWorld);
+    return data_->Send(buffer, bytes, peer, 0, CommGroup::kWorld);
   }
   Status Recv(void* buffer, int64_t bytes, int peer) override {
-    return nccl_->Recv(buffer, bytes, peer, 0, CommGroup::kWorld);
+    return data_->Recv(buffer, bytes, peer, 0, CommGroup::kWorld);
   }
-  Status GroupEnd() override { return nccl_->GroupEnd(); }
+  Status GroupEnd() override { return data_->GroupEnd(); }
   Status WeightedStore(void* acc, const void* x, DataType dtype, double w, int64_t count) override;
   Status WeightedAccumulate(void* acc, const void* x, DataType dtype, double w,
                             int64_t count) override;
@@ -60,13 +63,14 @@ class CudaBackend : public GpuBackend {
   Status Shutdown() override;
 
  private:
-  CudaBackend(int device, cudaStream_t stream, Transport& host);
+  CudaBackend(int device, cudaStream_t stream, std::unique_ptr<DeviceTransport> data);
   Status OnDevice() const;  // the calling thread's current device := device_
   Result<GpuEventPtr> Record(cudaStream_t stream, const char* what);
 
   const int device_;
+  bool via_mpi_ = false;
   cudaStream_t stream_;
-  std::unique_ptr<NcclTransport> nccl_;
+  std::unique_ptr<DeviceTransport> data_;  // NCCL, or MPI through pinned memory
   struct Scratch {
     void* data = nullptr;
     int64_t bytes = 0;

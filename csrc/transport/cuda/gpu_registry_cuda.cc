@@ -9,8 +9,8 @@ bool NcclBuilt() {
 }
 
 Result<std::unique_ptr<GpuBackend>> CreateGpuBackend(Transport& host, const Config& config,
-                                                     int local_rank) {
-  return CudaBackend::Create(host, config.device, local_rank);
+                                                     int host_local_rank) {
+  return CudaBackend::Create(host, config.device, host_local_rank, config.gpu_via_mpi);
 }
 
 }  // namespace flock

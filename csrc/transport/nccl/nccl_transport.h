@@ -17,11 +17,11 @@
 #include <array>
 #include <string>
 
-#include "flock/transport/transport.h"
+#include "flock/transport/cuda/device_transport.h"
 
 namespace flock {
 
-class NcclTransport : public Transport {
+class NcclTransport : public DeviceTransport {
  public:
   // `host` carries the ids and barriers; `device` is the rank's CUDA device.
   NcclTransport(Transport& host, cudaStream_t stream, int device);
@@ -43,8 +43,8 @@ class NcclTransport : public Transport {
   // two sides need not match (a neighbor exchange is one group).
   Status Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) override;
   Status Recv(void* buffer, int64_t bytes, int source, int tag, CommGroup group) override;
-  Status GroupStart();
-  Status GroupEnd();
+  Status GroupStart() override;
+  Status GroupEnd() override;
 
   // Host-only parts of the interface: control messages never use device memory.
   Status PostSend(std::vector<char> bytes, int dest, int tag, CommGroup group) override;
@@ -64,9 +64,9 @@ class NcclTransport : public Transport {
   // NCCL's asynchronous errors of every communicator made so far; on the first
   // one, every communicator is aborted (which releases their stream work) and
   // the error stays: later calls fail with it.
-  Status CheckAsyncErrors();
+  Status CheckAsyncErrors() override;
   // Flushes and frees the communicators (call with the stream drained).
-  Status Shutdown();
+  Status Shutdown() override;
 
  private:
   Result<ncclComm_t> Comm(CommGroup group);

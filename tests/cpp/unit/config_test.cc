@@ -97,7 +97,7 @@ TEST(Config, BadValuesAreErrorsNamingTheVariable) {
       {"FLOCK_STALL_WARNING_S", "-2"},  {"FLOCK_LOCAL_SIZE", "two"},
       {"FLOCK_STALL_SHUTDOWN_S", ""},   {"FLOCK_CACHE_CAPACITY", "-5"},
       {"FLOCK_MALLOC_TUNING", "2"},     {"FLOCK_DEVICE", "-1"},
-      {"FLOCK_DEVICE", "gpu0"}};
+      {"FLOCK_DEVICE", "gpu0"},         {"FLOCK_GPU_VIA_MPI", "2"}};
   for (const auto& [name, value] : bad) {
     Result<Config> config = Config::FromMap({{name, value}});
     ASSERT_FALSE(config.ok()) << name << "=" << value;
@@ -109,6 +109,8 @@ TEST(Config, BadValuesAreErrorsNamingTheVariable) {
 TEST(Config, DeviceDefaultsToTheLocalRanksChoice) {
   EXPECT_EQ(Config::FromMap({}).value().device, -1);
   EXPECT_EQ(Config::FromMap({{"FLOCK_DEVICE", "3"}}).value().device, 3);
+  EXPECT_FALSE(Config::FromMap({}).value().gpu_via_mpi);
+  EXPECT_TRUE(Config::FromMap({{"FLOCK_GPU_VIA_MPI", "1"}}).value().gpu_via_mpi);
 }
 
 TEST(Config, TableListsEverySettingOnce) {
@@ -118,7 +120,7 @@ TEST(Config, TableListsEverySettingOnce) {
     EXPECT_EQ(std::string(s.name).rfind("FLOCK_", 0), 0u);
     EXPECT_GT(std::string(s.doc).size(), 10u);
   }
-  EXPECT_EQ(names.size(), 12u);
+  EXPECT_EQ(names.size(), 13u);
 }
 
 }  // namespace

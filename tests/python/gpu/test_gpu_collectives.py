@@ -7,6 +7,8 @@ for the caller's stream, or a result read before flock's stream finished, reads
 stale data and fails the comparison.
 """
 
+import os
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,7 @@ import flock._collectives as ops
 import flock.torch as bf
 from fake_cuda import ADAPTER, DeviceArray
 
+VIA_MPI = os.environ.get("FLOCK_GPU_VIA_MPI") == "1"
 REDUCTIONS = {"sum": np.sum, "min": np.min, "max": np.max, "product": np.prod}
 DTYPES = ["float32", "float64", "float16", "int32", "int64", "int8", "uint8"]
 
@@ -121,10 +124,27 @@ def test_ops_without_cuda_support_say_so_on_every_rank(rank, size, device, strea
         ops.synchronize(ops.allgather_nonblocking(ADAPTER, x, name="gather.cuda"))
 
 
-def test_int16_has_no_nccl_type(rank, size, device, stream):
+def test_int16_has_no_nccl_type_but_mpi_reduces_it(rank, size, device, stream):
     x = DeviceArray.from_numpy(np.ones(3, np.int16), device, stream)
+    if VIA_MPI:
+        out = run_allreduce(x, op="sum", name="int16")
+        np.testing.assert_array_equal(out.numpy(), np.full(3, size, np.int16))
+        return
     with pytest.raises(flock.errors.FlockError, match="NCCL has no int16"):
         run_allreduce(x, op="sum", name="int16")
+
+
+def test_the_transport_is_the_one_asked_for(rank, size, device, stream):
+    """FLOCK_GPU_VIA_MPI=1 stages through pinned memory (scripts/test_gpu.sh also makes
+    every fake NCCL op fail then, FAKE_NCCL_FAIL_AFTER=0, so NCCL cannot have been used)."""
+    from flock._core_loader import core
+    x = DeviceArray.from_numpy(np.ones(256, np.float32), device, stream)
+    before = core.gpu_info()
+    run_allreduce(x, op="sum", name="which.transport")
+    info = core.gpu_info()
+    assert info["device"] == device and info["via_mpi"] is VIA_MPI
+    staged = info["staged_bytes"] - (before["staged_bytes"] if before else 0)
+    assert staged == (2 * x.nbytes if VIA_MPI else 0)
 
 
 def test_cpu_ops_still_work_alongside(rank, size):
