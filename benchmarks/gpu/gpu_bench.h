@@ -58,6 +58,7 @@ class GpuBench {
   GpuBench& operator=(const GpuBench&) = delete;
 
   int device() const { return device_; }
+  bool flock_via_mpi() const { return gpu_->via_mpi(); }
   int rank() const { return rank_; }
   int size() const { return size_; }
   const std::vector<int>& peers() const { return peers_; }
@@ -114,6 +115,7 @@ struct RunInfo {
   std::string host;
   std::string device;  // "cuda:0 (NVIDIA A100-SXM4-80GB)", or the fake's
   bool fake = false;
+  bool via_mpi = false;  // flock's device data over MPI (FLOCK_GPU_VIA_MPI=1), not NCCL
   int nccl_version = 0;
   int iters = 0;   // 0: the protocol's (50, 20 from 4 MiB)
   int warmup = 0;  // < 0: the protocol's (5, 3 from 4 MiB)

@@ -54,9 +54,9 @@ void GpuBench::RawNeighbor(int64_t count) {
 }
 
 void GpuBench::FlockAllreduce(int64_t count) {
-  flock::OpRequest op = flock::MakeRequest(
-      flock::OpKind::kAllreduce, "gpu_bench.allreduce." + std::to_string(count),
-      View(input_, count));
+  flock::OpRequest op =
+      flock::MakeRequest(flock::OpKind::kAllreduce, "gpu_bench.allreduce." + std::to_string(count),
+                         View(input_, count));
   op.reduce_op = flock::ReduceOp::kSum;
   SubmitAndWait(std::move(op), count);
 }
@@ -64,9 +64,9 @@ void GpuBench::FlockAllreduce(int64_t count) {
 // Prepared as the Python bindings prepare it: explicit weights (the job sets
 // no topology), the topology check on (Python's default).
 void GpuBench::FlockNeighbor(int64_t count) {
-  flock::OpRequest op = flock::MakeRequest(
-      flock::OpKind::kNeighborAllreduce, "gpu_bench.neighbor_allreduce." + std::to_string(count),
-      View(input_, count));
+  flock::OpRequest op = flock::MakeRequest(flock::OpKind::kNeighborAllreduce,
+                                           "gpu_bench.neighbor_allreduce." + std::to_string(count),
+                                           View(input_, count));
   flock::PrepareNeighborAllreduce(runtime_, op, weights_, /*check=*/true);
   SubmitAndWait(std::move(op), count);
 }

@@ -33,28 +33,38 @@ std::string Counts(int value, const char* protocol) {
 void PrintHeader(const RunInfo& info) {
   std::printf("flock GPU benchmark: flock vs raw NCCL, np %d, host %s, rank 0 on %s, NCCL %d\n",
               info.np, info.host.c_str(), info.device.c_str(), info.nccl_version);
-  if (info.fake) {
-    std::printf("fake device: timings are not GPU timings (this run only shows the benchmark "
-                "works)\n");
+  if (info.via_mpi) {
+    std::printf(
+        "FLOCK_GPU_VIA_MPI=1: flock's side moves device data over MPI through pinned "
+        "memory, the raw side over NCCL\n");
   }
-  std::printf("float32; each call: MPI_Barrier, then timed on every rank until its result is in "
-              "the output;\n");
-  std::printf("a call's time is the slowest rank's; median over %s timed calls after %s "
-              "warm-up calls;\n",
-              Counts(info.iters > 0 ? info.iters : -1, "50 (20 from 4 MiB)").c_str(),
-              Counts(info.warmup, "5 (3 from 4 MiB)").c_str());
-  std::printf("median of %d round(s), raw and flock alternating which goes first; "
-              "target: flock/raw <= %.2f from %s\n",
-              info.rounds, kTargetRatio, SizeLabel(kTargetFromBytes).c_str());
+  if (info.fake) {
+    std::printf(
+        "fake device: timings are not GPU timings (this run only shows the benchmark "
+        "works)\n");
+  }
+  std::printf(
+      "float32; each call: MPI_Barrier, then timed on every rank until its result is in "
+      "the output;\n");
+  std::printf(
+      "a call's time is the slowest rank's; median over %s timed calls after %s "
+      "warm-up calls;\n",
+      Counts(info.iters > 0 ? info.iters : -1, "50 (20 from 4 MiB)").c_str(),
+      Counts(info.warmup, "5 (3 from 4 MiB)").c_str());
+  std::printf(
+      "median of %d round(s), raw and flock alternating which goes first; "
+      "target: flock/raw <= %.2f from %s\n",
+      info.rounds, kTargetRatio, SizeLabel(kTargetFromBytes).c_str());
 }
 
 void PrintTable(Op op, const RunInfo& info, const std::vector<Row>& rows) {
   if (op == Op::kAllreduce) {
     std::printf("\nallreduce (sum): ncclAllReduce vs flock's engine\n");
   } else {
-    std::printf("\nneighbor_allreduce on a ring (%d neighbour(s), weight 1/%d each, self too): "
-                "grouped ncclSend/ncclRecv + flock's kernels vs flock's engine\n",
-                info.neighbours, info.neighbours + 1);
+    std::printf(
+        "\nneighbor_allreduce on a ring (%d neighbour(s), weight 1/%d each, self too): "
+        "grouped ncclSend/ncclRecv + flock's kernels vs flock's engine\n",
+        info.neighbours, info.neighbours + 1);
   }
   std::printf("%12s %9s %12s %12s %10s  %s\n", "bytes", "size", "raw us", "flock us", "flock/raw",
               "target");
@@ -68,8 +78,7 @@ void PrintTable(Op op, const RunInfo& info, const std::vector<Row>& rows) {
       target = text;
     }
     std::printf("%12lld %9s %12.1f %12.1f %10.2f  %s\n", static_cast<long long>(row.bytes),
-                SizeLabel(row.bytes).c_str(), row.raw_us, row.flock_us, Ratio(row),
-                target.c_str());
+                SizeLabel(row.bytes).c_str(), row.raw_us, row.flock_us, Ratio(row), target.c_str());
   }
 }
 
@@ -86,8 +95,8 @@ void WriteRow(std::FILE* file, const Row& row, bool last) {
   std::fprintf(file,
                "    {\"op\": \"%s\", \"bytes\": %lld, \"iters\": %d, \"warmup\": %d, "
                "\"raw_us\": %.3f, \"flock_us\": %.3f, \"ratio\": %.4f, ",
-               OpName(row.op), static_cast<long long>(row.bytes), row.iters, row.warmup,
-               row.raw_us, row.flock_us, Ratio(row));
+               OpName(row.op), static_cast<long long>(row.bytes), row.iters, row.warmup, row.raw_us,
+               row.flock_us, Ratio(row));
   if (HasTarget(row)) {
     std::fprintf(file, "\"target\": %.2f, \"meets_target\": %s}", kTargetRatio,
                  Ratio(row) <= kTargetRatio ? "true" : "false");
@@ -117,12 +126,14 @@ bool WriteJson(const std::string& path, const RunInfo& info, const std::vector<R
   if (file == nullptr) return false;
   std::fprintf(file,
                "{\n  \"benchmark\": \"gpu_bench\",\n  \"np\": %d,\n  \"host\": %s,\n"
-               "  \"device\": %s,\n  \"fake_device\": %s,\n  \"nccl_version\": %d,\n"
+               "  \"device\": %s,\n  \"fake_device\": %s,\n  \"flock_via_mpi\": %s,\n"
+               "  \"nccl_version\": %d,\n"
                "  \"dtype\": \"float32\",\n  \"rounds\": %d,\n  \"ring_neighbours\": %d,\n"
                "  \"time\": \"median over iterations of the slowest rank's call, "
                "median over rounds\",\n  \"rows\": [\n",
                info.np, JsonString(info.host).c_str(), JsonString(info.device).c_str(),
-               info.fake ? "true" : "false", info.nccl_version, info.rounds, info.neighbours);
+               info.fake ? "true" : "false", info.via_mpi ? "true" : "false", info.nccl_version,
+               info.rounds, info.neighbours);
   for (size_t i = 0; i < rows.size(); ++i) WriteRow(file, rows[i], i + 1 == rows.size());
   std::fprintf(file, "  ]\n}\n");
   return std::fclose(file) == 0;

@@ -139,8 +139,8 @@ bool GpuBench::Check(Op op, bool flock, int64_t count) {
     const float want = Expected(op, i), got = host[static_cast<size_t>(i)];
     if (std::fabs(got - want) > 1e-5f * std::max(1.0f, std::fabs(want))) {
       std::fprintf(stderr, "gpu_bench [rank %d]: %s %s of %lld bytes: element %lld is %g, not %g\n",
-                   rank_, flock ? "flock" : "raw NCCL", OpName(op),
-                   static_cast<long long>(bytes), static_cast<long long>(i), got, want);
+                   rank_, flock ? "flock" : "raw NCCL", OpName(op), static_cast<long long>(bytes),
+                   static_cast<long long>(i), got, want);
       return false;
     }
   }
