@@ -4,6 +4,10 @@
 #   scripts/sanitizers.sh asan-py  the parallel Python tests at np 4 on that build's module
 #   scripts/sanitizers.sh tsan     TSan build: the unit tests (engine and neighbor ops with
 #                                  ranks played by threads), MPI tests at np 2-4
+#   scripts/sanitizers.sh gpu      the GPU path on the fake device (NCCL configuration, kernels
+#                                  for sm_75 only: only fake-device targets are built), under
+#                                  ASan+UBSan and then TSan: the fake runtime and NCCL, flock's
+#                                  kernels, the NCCL transport and backend at np 2-4
 # Builds go to build-asan/ and build-tsan/ (only the targets these steps need) and are
 # reused by a second run. Leak detection stays on: tests/sanitizers/lsan.supp suppresses
 # only what OpenMPI, the libraries it loads, Python and torch keep until exit.
@@ -17,12 +21,13 @@ supp="$root/tests/sanitizers"
 asan_options="detect_leaks=1:fast_unwind_on_malloc=0:malloc_context_size=40"
 lsan_options="suppressions=$supp/lsan.supp:print_suppressions=0"
 
-configure_and_build() {  # DIR SANITIZER TARGET...
+configure_and_build() {  # DIR SANITIZER TARGET... (FLOCK_WITH_NCCL: OFF unless set)
   local dir=$1 sanitizer=$2
   shift 2
   mkdir -p "$dir"
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DFLOCK_SANITIZE="$sanitizer" -DFLOCK_BUILD_EXAMPLES=OFF \
+    -DFLOCK_WITH_NCCL="${FLOCK_WITH_NCCL:-OFF}" -DCMAKE_CUDA_ARCHITECTURES=75 \
     -DPython3_EXECUTABLE="$root/.venv/bin/python" >"$dir/configure.log" 2>&1 ||
     { cat "$dir/configure.log"; return 1; }
   cmake --build "$dir" -j "$(nproc)" --target "$@"
@@ -63,9 +68,25 @@ tsan() {
     ctest --test-dir build-tsan --output-on-failure -R '^(unit|mpi_np2|mpi_np3|mpi_np4)$'
 }
 
+# The fake device's own TSan test has a deliberate race (fake_cuda_runtime shows a
+# missing stream wait reading stale data), so TSan runs the others.
+gpu() {
+  local targets=(flock_fake_device_tests flock_fake_nccl_tests flock_fake_nccl_rank
+                 flock_gpu_kernel_tests flock_gpu_mpi_tests)
+  FLOCK_WITH_NCCL=ON configure_and_build build-asan-gpu ON "${targets[@]}"
+  ASAN_OPTIONS=$asan_options LSAN_OPTIONS=$lsan_options \
+    ctest --test-dir build-asan-gpu --output-on-failure \
+    -R '^(fake_cuda_runtime|fake_nccl|gpu_device_kernels|gpu_nccl_mpi_np[234])$'
+  FLOCK_WITH_NCCL=ON configure_and_build build-tsan-gpu thread "${targets[@]}"
+  TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
+    ctest --test-dir build-tsan-gpu --output-on-failure \
+    -R '^(fake_nccl|gpu_device_kernels|gpu_nccl_mpi_np[234])$'
+}
+
 case "${1:-}" in
   asan) asan ;;
   asan-py) asan_python ;;
   tsan) tsan ;;
-  *) echo "usage: scripts/sanitizers.sh asan|asan-py|tsan" >&2; exit 2 ;;
+  gpu) gpu ;;
+  *) echo "usage: scripts/sanitizers.sh asan|asan-py|tsan|gpu" >&2; exit 2 ;;
 esac

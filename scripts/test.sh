@@ -6,7 +6,7 @@
 #   3. the Python API under flockrun at np 1-6 (one job per size)
 #   4. sanitizers (scripts/sanitizers.sh): ASan+UBSan C++ unit and MPI tests (np 2-4,
 #      leak detection on), the Python API at np 4 on the ASan module, TSan unit and MPI
-#      tests (np 2-4)
+#      tests (np 2-4), and the GPU path's C++ tests on the fake device under both
 #   5. soak (benchmarks/soak.py): 500 random ops against numpy at np 3 and 4, memory,
 #      threads and fds steady
 #   6. fuzzing (scripts/fuzz.sh): each libFuzzer target for 20 s (clang build in build-fuzz/)
@@ -64,6 +64,7 @@ run_step "ASan+UBSan: C++ unit and MPI tests (np 2-4)" 1500 scripts/sanitizers.s
 run_step "ASan+UBSan: Python API under flockrun -np 4" 1200 scripts/sanitizers.sh asan-py
 run_step "TSan: C++ unit tests and MPI tests (np 2-4)" 1200 \
   scripts/sanitizers.sh tsan
+run_step "ASan+UBSan and TSan: the GPU path on the fake device" 1500 scripts/sanitizers.sh gpu
 run_step "fuzzing (libFuzzer, 20 s per target)" 600 scripts/fuzz.sh 20
 run_step "GPU path: NCCL build, fake-device tests at np 1-4, real module" 1500 \
   scripts/test_gpu.sh "$reports"

@@ -204,9 +204,9 @@ int main(int argc, char** argv) {
   gpu_bench::Options options;
   const std::string error = gpu_bench::ParseOptions(argc, argv, &options);
   if (error.empty()) gpu_bench::Run(*runtime, options);
-  if (!error.empty() && runtime->rank() == 0) {
-    std::fprintf(stderr, "%s%s", error == "help" ? "" : ("gpu_bench: " + error + "\n").c_str(),
-                 gpu_bench::kUsage);
+  if (error == "help" && runtime->rank() == 0) std::printf("%s", gpu_bench::kUsage);
+  if (!error.empty() && error != "help" && runtime->rank() == 0) {
+    std::fprintf(stderr, "gpu_bench: %s\n%s", error.c_str(), gpu_bench::kUsage);
   }
   runtime.reset();  // collective: every rank shuts the engine down, then the GPU backend
   flock::FinalizeTransports();

@@ -33,8 +33,12 @@ constexpr int64_t kCount = 1000;
 std::vector<char> RandomValues(DataType dtype, int64_t count, unsigned seed) {
   std::mt19937 gen(seed);
   std::vector<char> bytes(static_cast<size_t>(count) * DataTypeSize(dtype));
-  if (!IsFloatingPoint(dtype)) {
-    for (char& b : bytes) b = static_cast<char>(gen() % (dtype == DataType::kBool ? 2 : 7));
+  const size_t width = DataTypeSize(dtype);
+  if (!IsFloatingPoint(dtype)) {  // small values: a product of two never overflows
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t v = static_cast<int64_t>(gen() % (dtype == DataType::kBool ? 2 : 7));
+      std::memcpy(bytes.data() + i * width, &v, width);  // the low bytes (little-endian)
+    }
     return bytes;
   }
   std::uniform_real_distribution<double> number(-4, 4);
