@@ -20,21 +20,25 @@ namespace flock {
 namespace {
 
 // A CUDA op's outputs are ready once flock's stream reaches its done event:
-// the caller's stream waits for it (returning at once), or with `block` the
-// host does, without the GIL.
-void AwaitGpu(const GpuEvent& done, StreamHandle stream, bool block) {
-  GpuBackend* gpu = ValueOrThrow(RequireRuntime().Gpu());
-  Status status;
-  if (block) {
-    py::gil_scoped_release release;
-    status = gpu->HostWait(done);
-  } else {
-    status = gpu->StreamWait(stream, done);
+// each of `streams` (the caller's current and submission streams) waits for
+// it, returning at once; with `block` the host also waits, without the GIL,
+// waking every 100 ms for Ctrl-C.
+Status AwaitGpu(const GpuEvent& done, const std::vector<StreamHandle>& streams, bool block) {
+  FLOCK_ASSIGN_OR_RETURN(GpuBackend * gpu, RequireRuntime().Gpu());
+  for (StreamHandle stream : streams) FLOCK_RETURN_IF_ERROR(gpu->StreamWait(stream, done));
+  if (!block) return Status::OK();
+  while (true) {
+    Result<bool> reached = false;
+    {
+      py::gil_scoped_release release;
+      reached = gpu->HostWaitFor(done, std::chrono::milliseconds(100));
+    }
+    if (!reached.ok() || reached.value()) return reached.status();
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   }
-  ThrowIfError(status);
 }
 
-py::object Wait(HandleId handle, StreamHandle stream, bool block) {
+py::object Wait(HandleId handle, std::vector<StreamHandle> streams, bool block) {
   Engine& engine = RequireRuntime().engine();
   Result<Completion> done = Status::OK();
   {
@@ -47,8 +51,10 @@ py::object Wait(HandleId handle, StreamHandle stream, bool block) {
   }
   if (!done.ok() && PyErr_Occurred()) throw py::error_already_set();
   Completion completion = ValueOrThrow(std::move(done));
+  // A failed CUDA op may have queued work too: wait for it before raising.
+  const Status gpu = completion.done ? AwaitGpu(*completion.done, streams, block) : Status::OK();
   ThrowIfError(completion.status);
-  if (completion.done) AwaitGpu(*completion.done, stream, block);
+  ThrowIfError(gpu);
   if (completion.gathered) return ToCapsule(std::move(completion.gathered));
   return py::none();
 }
@@ -127,11 +133,12 @@ void BindCollectives(py::module_& m) {
         return ValueOrThrow(RequireRuntime().engine().handles().IsDone(handle));
       },
       "True when the op of `handle` has finished (successfully or not).");
-  m.def("wait", &Wait, py::arg("handle"), py::arg("stream") = 0, py::arg("block") = false,
+  m.def("wait", &Wait, py::arg("handle"), py::arg("streams") = std::vector<StreamHandle>(),
+        py::arg("block") = false,
         "Blocks until the op of `handle` finishes; raises its error. Returns the gathered "
         "tensor's DLPack capsule for allgather, else None. A CUDA op has finished once its "
-        "work is queued on flock's stream: then `stream` (the caller's CUDA stream) is made "
-        "to wait for it, or with `block` the host waits for the GPU.");
+        "work is queued on flock's stream: then each of `streams` (the caller's CUDA streams) "
+        "is made to wait for it, and with `block` the host waits for the GPU too.");
   m.def("engine_counters", [] { return RequireRuntime().engine().counters().Snapshot(); });
 }
 

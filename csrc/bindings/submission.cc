@@ -14,7 +14,12 @@ bool CudaReady(OpKind kind) {
 // A CUDA tensor: this rank's GPU backend (made now if this is the first), the
 // tensor on its device, and the point of the caller's stream the op waits for.
 Status TakeCuda(Submission& s, const TensorView& view) {
-  FLOCK_ASSIGN_OR_RETURN(GpuBackend * gpu, RequireRuntime().Gpu());
+  Result<GpuBackend*> made = RequireRuntime().Gpu();
+  if (!made.ok()) {
+    return Status(made.status().code(),
+                  "tensor is on " + DeviceToString(view.device) + ": " + made.status().message());
+  }
+  GpuBackend* gpu = made.value();
   if (!CudaReady(s.op.kind)) {
     return Status::Unsupported(std::string(OpKindName(s.op.kind)) +
                                " does not take CUDA tensors yet (allreduce, broadcast, "
@@ -22,6 +27,11 @@ Status TakeCuda(Submission& s, const TensorView& view) {
                                "move the tensor to the CPU with .cpu()");
   }
   FLOCK_RETURN_IF_ERROR(gpu->CheckDevice(view.device.index));
+  if (view.dtype == DataType::kInt16 && !gpu->via_mpi()) {  // refused before any GPU work
+    return Status::Unsupported(
+        "NCCL has no int16 type: convert CUDA tensors of this dtype to int32, move them to "
+        "the CPU, or set FLOCK_GPU_VIA_MPI=1");
+  }
   if (s.op.ready != nullptr) return Status::OK();  // the input's event covers the output
   FLOCK_ASSIGN_OR_RETURN(s.op.ready, gpu->RecordReady(s.stream));
   return Status::OK();

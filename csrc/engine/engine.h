@@ -128,6 +128,8 @@ class Engine {
   // streams; `done` marks its end on flock's stream.
   Status RunGpuBatch(const Response& response, const std::vector<PendingRequest*>& batch,
                      GpuEventPtr* done);
+  Status RunGpuWork(GpuBackend& gpu, const Response& response,
+                    const std::vector<PendingRequest*>& batch);
   // Forgets finished CUDA work; reports an asynchronous GPU failure once.
   void CheckGpuWork();
   void FailAllPending(const std::string& reason);

@@ -15,25 +15,39 @@ Status Engine::RunGpuBatch(const Response& response, const std::vector<PendingRe
   if (gpu == nullptr) {
     return Status::Internal("a CUDA tensor reached the executor before the GPU backend was made");
   }
+  FLOCK_RETURN_IF_ERROR(gpu->EnterDevice());
+  struct Leave {
+    GpuBackend* gpu;
+    ~Leave() { gpu->LeaveDevice(); }
+  } leave{gpu};
+  const Status status = RunGpuWork(*gpu, response, batch);
+  // Failed or not, what was queued may still touch the tensors: their users
+  // (and the release of their memory) wait for this event.
+  Result<GpuEventPtr> recorded = gpu->RecordDone();
+  if (recorded.ok()) {
+    *done = recorded.value();
+    gpu_in_flight_.push_back(*done);
+  }
+  return status.ok() ? recorded.status() : status;
+}
+
+Status Engine::RunGpuWork(GpuBackend& gpu, const Response& response,
+                          const std::vector<PendingRequest*>& batch) {
   for (PendingRequest* r : batch) {
     if (r->op.ready == nullptr) {
       return Status::Internal("CUDA request '" + r->op.name + "' has no ready event");
     }
-    FLOCK_RETURN_IF_ERROR(gpu->WaitReady(*r->op.ready));
+    FLOCK_RETURN_IF_ERROR(gpu.WaitReady(*r->op.ready));
   }
-  if (IsNeighborOp(response.kind)) {  // never fused: one request
-    PendingRequest& request = *batch.front();
-    timeline_.Begin(request.op.name, "COMMUNICATE");
-    const Status status = RunStepsOnGpu(*gpu, transport_, request);
-    timeline_.End(request.op.name);
-    FLOCK_RETURN_IF_ERROR(status);
-  } else {
+  if (!IsNeighborOp(response.kind)) {
     std::shared_ptr<GatheredTensor> unused;
-    FLOCK_RETURN_IF_ERROR(RunBatch(*gpu, response, batch, &unused));
+    return RunBatch(gpu, response, batch, &unused);
   }
-  FLOCK_ASSIGN_OR_RETURN(*done, gpu->RecordDone());
-  gpu_in_flight_.push_back(*done);
-  return Status::OK();
+  PendingRequest& request = *batch.front();  // neighbor ops are never fused
+  timeline_.Begin(request.op.name, "COMMUNICATE");
+  const Status status = RunStepsOnGpu(gpu, transport_, request);
+  timeline_.End(request.op.name);
+  return status;
 }
 
 void Engine::CheckGpuWork() {

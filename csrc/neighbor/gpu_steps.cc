@@ -1,81 +1,37 @@
 #include "flock/neighbor/gpu_steps.h"
 
 #include <algorithm>
-#include <array>
 #include <string>
 #include <vector>
 
 #include "flock/common/weighted_kernels.h"
+#include "flock/neighbor/gpu_transfer_check.h"
 
 namespace flock {
 namespace {
 
-// One transfer as both sides see it: (step, sender, receiver, elements).
-using Transfer = std::array<int64_t, 4>;
-
 // Device workspace slots (slot 0 is the fusion buffer).
 enum Slot : int { kRecvSlot = 1, kScaledSlot, kAccSlot, kMeanSlot, kResultSlot };
 
-std::vector<Transfer> MyTransfers(const std::vector<ExchangeStep>& steps, int me, bool sends) {
-  std::vector<Transfer> out;
-  for (size_t k = 0; k < steps.size(); ++k) {
-    const int64_t step = static_cast<int64_t>(k);
-    if (sends) {
-      for (const StepSend& s : steps[k].sends) out.push_back({step, me, s.peer, s.count});
-    } else {
-      for (const StepRecv& r : steps[k].recvs) out.push_back({step, r.peer, me, r.count});
-    }
+// An NCCL group that is always closed, whatever returns early (the group
+// depth is per thread, and the thread may be a user's driving the loop).
+class GroupScope {
+ public:
+  explicit GroupScope(GpuBackend& gpu) : gpu_(gpu) { status_ = gpu_.GroupStart(); }
+  ~GroupScope() {
+    if (status_.ok() && open_) (void)gpu_.GroupEnd();
   }
-  return out;
-}
+  const Status& started() const { return status_; }
+  Status End() {
+    open_ = false;
+    return status_.ok() ? gpu_.GroupEnd() : status_;
+  }
 
-// Every rank's `mine`, concatenated in rank order (two allgathers).
-Result<std::vector<Transfer>> GatherAll(Transport& host, const std::vector<Transfer>& mine) {
-  const int size = host.size(CommGroup::kWorld);
-  const int64_t my_bytes = static_cast<int64_t>(mine.size() * sizeof(Transfer));
-  std::vector<int64_t> bytes(static_cast<size_t>(size));
-  FLOCK_RETURN_IF_ERROR(
-      host.Allgather(&my_bytes, sizeof(my_bytes), bytes.data(), CommGroup::kWorld));
-  int64_t total = 0;
-  for (int64_t b : bytes) total += b;
-  std::vector<Transfer> all(static_cast<size_t>(total) / sizeof(Transfer));
-  FLOCK_RETURN_IF_ERROR(host.Allgatherv(mine.data(), bytes, all.data(), CommGroup::kWorld));
-  return all;
-}
-
-std::string Describe(const std::string& name, const Transfer& t, bool missing_receive) {
-  const std::string from = "rank " + std::to_string(t[1]), to = "rank " + std::to_string(t[2]);
-  const std::string what = std::to_string(t[3]) + " elements in step " + std::to_string(t[0] + 1);
-  return "neighbor op '" + name + "' on CUDA tensors: " +
-         (missing_receive ? from + " sends " + what + " to " + to + ", but " + to +
-                                " does not receive them (check the weights and topology)"
-                          : to + " expects " + what + " from " + from + ", but " + from +
-                                " does not send them (check the weights and topology)");
-}
-
-}  // namespace
-
-Status CheckTransfersAgree(Transport& host, const std::string& name,
-                           const std::vector<ExchangeStep>& steps) {
-  const int me = host.rank(CommGroup::kWorld);
-  FLOCK_ASSIGN_OR_RETURN(std::vector<Transfer> sends,
-                         GatherAll(host, MyTransfers(steps, me, true)));
-  FLOCK_ASSIGN_OR_RETURN(std::vector<Transfer> recvs,
-                         GatherAll(host, MyTransfers(steps, me, false)));
-  std::sort(sends.begin(), sends.end());
-  std::sort(recvs.begin(), recvs.end());
-  if (sends == recvs) return Status::OK();
-  std::vector<Transfer> unreceived, unsent;
-  std::set_difference(sends.begin(), sends.end(), recvs.begin(), recvs.end(),
-                      std::back_inserter(unreceived));
-  std::set_difference(recvs.begin(), recvs.end(), sends.begin(), sends.end(),
-                      std::back_inserter(unsent));
-  const bool first_is_send = !unreceived.empty() && (unsent.empty() || unreceived[0] < unsent[0]);
-  return Status::Mismatch(first_is_send ? Describe(name, unreceived[0], true)
-                                        : Describe(name, unsent[0], false));
-}
-
-namespace {
+ private:
+  GpuBackend& gpu_;
+  Status status_;
+  bool open_ = true;
+};
 
 class GpuStepRunner {
  public:
@@ -83,9 +39,31 @@ class GpuStepRunner {
       : gpu_(gpu),
         dtype_(r.op.tensor.dtype),
         width_(static_cast<int64_t>(DataTypeSize(dtype_))),
+        acc_width_(static_cast<int64_t>(DataTypeSize(AccumulatorType(dtype_)))),
         count_(r.op.tensor.num_elements()),
         input_(static_cast<char*>(r.op.tensor.data)),
         output_(static_cast<char*>(r.output.data)) {}
+
+  // Every device buffer the steps will use, allocated now: a rank that cannot
+  // says so in the transfer check, before any rank has called NCCL.
+  Status Reserve(const std::vector<ExchangeStep>& steps) {
+    int64_t recv = 0, scaled = 0, acc = 0;
+    for (const ExchangeStep& step : steps) {
+      int64_t r = 0, sc = 0;
+      for (const StepRecv& x : step.recvs) r += x.count * width_;
+      for (const StepSend& x : step.sends) sc += x.scale != 1.0 ? x.count * width_ : 0;
+      recv = std::max(recv, r);
+      scaled = std::max(scaled, sc);
+      acc = std::max(acc, step.target_count * acc_width_);
+    }
+    const std::pair<int, int64_t> slots[] = {{kRecvSlot, recv},
+                                             {kScaledSlot, scaled},
+                                             {kAccSlot, acc},
+                                             {kMeanSlot, count_ * width_},
+                                             {kResultSlot, count_ * width_}};
+    for (const auto& [slot, bytes] : slots) FLOCK_RETURN_IF_ERROR(Slot(slot, bytes).status());
+    return Status::OK();
+  }
 
   Status Run(const ExchangeStep& step) {
     return step.mode == ExchangeStep::Mode::kReduce ? Reduce(step) : Place(step);
@@ -106,9 +84,9 @@ class GpuStepRunner {
     return static_cast<char*>(data);
   }
 
-  // The sends of `step` in the open group; scaled copies where the sender
-  // applies a dst weight.
-  Status PostSends(const ExchangeStep& step) {
+  // Where each send reads from: its buffer, or a copy scaled by its dst weight
+  // (the sender applies it).
+  Result<std::vector<const char*>> SendSources(const ExchangeStep& step) {
     int64_t scaled_bytes = 0;
     for (const StepSend& s : step.sends) scaled_bytes += s.scale != 1.0 ? s.count * width_ : 0;
     FLOCK_ASSIGN_OR_RETURN(char* scaled, Slot(kScaledSlot, scaled_bytes));
@@ -124,37 +102,39 @@ class GpuStepRunner {
       }
       from.push_back(data);
     }
-    FLOCK_RETURN_IF_ERROR(gpu_.GroupStart());
-    Status status;
-    for (size_t i = 0; i < step.sends.size() && status.ok(); ++i) {
-      status = gpu_.Send(from[i], step.sends[i].count * width_, step.sends[i].peer);
+    return from;
+  }
+
+  // One group: the step's sends, and its receives into `slots` (packed) or,
+  // with slots null, into place in `target`.
+  Status Exchange(const ExchangeStep& step, char* slots, char* target) {
+    FLOCK_ASSIGN_OR_RETURN(const std::vector<const char*> from, SendSources(step));
+    GroupScope group(gpu_);
+    FLOCK_RETURN_IF_ERROR(group.started());
+    for (size_t i = 0; i < step.sends.size(); ++i) {
+      FLOCK_RETURN_IF_ERROR(gpu_.Send(from[i], step.sends[i].count * width_, step.sends[i].peer));
     }
-    return status;
+    for (const StepRecv& r : step.recvs) {
+      char* into = slots != nullptr ? slots : target + r.offset * width_;
+      FLOCK_RETURN_IF_ERROR(gpu_.Recv(into, r.count * width_, r.peer));
+      if (slots != nullptr) slots += r.count * width_;
+    }
+    return group.End();
   }
 
   Status Reduce(const ExchangeStep& step) {
     int64_t recv_bytes = 0;
     for (const StepRecv& r : step.recvs) recv_bytes += r.count * width_;
     FLOCK_ASSIGN_OR_RETURN(char* slots, Slot(kRecvSlot, recv_bytes));
-    const int64_t acc_width = static_cast<int64_t>(DataTypeSize(AccumulatorType(dtype_)));
-    FLOCK_ASSIGN_OR_RETURN(char* acc, Slot(kAccSlot, step.target_count * acc_width));
-    FLOCK_RETURN_IF_ERROR(PostSends(step));
-    Status status;
-    char* slot = slots;
-    for (const StepRecv& r : step.recvs) {
-      if (status.ok()) status = gpu_.Recv(slot, r.count * width_, r.peer);
-      slot += r.count * width_;
-    }
-    const Status ended = gpu_.GroupEnd();
-    FLOCK_RETURN_IF_ERROR(status);
-    FLOCK_RETURN_IF_ERROR(ended);
+    FLOCK_ASSIGN_OR_RETURN(char* acc, Slot(kAccSlot, step.target_count * acc_width_));
+    FLOCK_RETURN_IF_ERROR(Exchange(step, slots, nullptr));
     FLOCK_ASSIGN_OR_RETURN(char* self, Buffer(step.self_from));
     FLOCK_RETURN_IF_ERROR(gpu_.WeightedStore(acc, self + step.self_offset * width_, dtype_,
                                              step.self_weight, step.target_count));
-    slot = slots;
+    char* slot = slots;
     for (const StepRecv& r : step.recvs) {
       FLOCK_RETURN_IF_ERROR(
-          gpu_.WeightedAccumulate(acc + r.offset * acc_width, slot, dtype_, r.weight, r.count));
+          gpu_.WeightedAccumulate(acc + r.offset * acc_width_, slot, dtype_, r.weight, r.count));
       slot += r.count * width_;
     }
     FLOCK_ASSIGN_OR_RETURN(char* target, Buffer(step.target));
@@ -163,14 +143,7 @@ class GpuStepRunner {
 
   Status Place(const ExchangeStep& step) {
     FLOCK_ASSIGN_OR_RETURN(char* target, Buffer(step.target));
-    FLOCK_RETURN_IF_ERROR(PostSends(step));
-    Status status;
-    for (const StepRecv& r : step.recvs) {
-      if (status.ok()) status = gpu_.Recv(target + r.offset * width_, r.count * width_, r.peer);
-    }
-    const Status ended = gpu_.GroupEnd();
-    FLOCK_RETURN_IF_ERROR(status);
-    FLOCK_RETURN_IF_ERROR(ended);
+    FLOCK_RETURN_IF_ERROR(Exchange(step, nullptr, target));
     FLOCK_ASSIGN_OR_RETURN(char* self, Buffer(step.self_from));
     return gpu_.Copy(target + step.self_target_offset * width_, self + step.self_offset * width_,
                      step.self_count * width_);
@@ -179,6 +152,7 @@ class GpuStepRunner {
   GpuBackend& gpu_;
   const DataType dtype_;
   const int64_t width_;
+  const int64_t acc_width_;
   const int64_t count_;
   char* const input_;
   char* const output_;
@@ -186,6 +160,9 @@ class GpuStepRunner {
 
 }  // namespace
 
+// Every rank runs this at the same point (the op is negotiated): the world's
+// communicator is made first, outside any group, then the buffers, then the
+// check, and only then NCCL's transfers.
 Status RunStepsOnGpu(GpuBackend& gpu, Transport& host, const PendingRequest& request) {
   const OpRequest& op = request.op;
   if (op.steps == nullptr) return Status::Internal("neighbor op '" + op.name + "' has no steps");
@@ -194,8 +171,10 @@ Status RunStepsOnGpu(GpuBackend& gpu, Transport& host, const PendingRequest& req
       return Status::Unsupported("neighbor_allgather does not take CUDA tensors yet");
     }
   }
-  FLOCK_RETURN_IF_ERROR(CheckTransfersAgree(host, op.name, *op.steps));
+  FLOCK_RETURN_IF_ERROR(gpu.Prepare());
   GpuStepRunner runner(gpu, request);
+  const Status ready = runner.Reserve(*op.steps);
+  FLOCK_RETURN_IF_ERROR(CheckTransfersAgree(host, op.name, *op.steps, ready));
   for (const ExchangeStep& step : *op.steps) FLOCK_RETURN_IF_ERROR(runner.Run(step));
   return Status::OK();
 }

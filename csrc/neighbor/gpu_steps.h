@@ -3,11 +3,9 @@
 // ExchangeStep plans as the host path, run over the GPU backend.
 //
 // These ops are negotiated like global ops (NCCL matches transfers by call
-// order), so every rank runs them at the same point. That makes a cheap check
-// possible first: one allgather, over the host transport, of every rank's
-// transfers (step, sender, receiver, elements). A send without its matching
-// receive — which NCCL would wait on forever — then fails the op on every rank
-// with the same message. Each step is one NCCL group of receives (into device
+// order), so every rank runs them at the same point, and first checks with
+// the others that every send has its receive (neighbor/gpu_transfer_check.h).
+// Each step is one NCCL group of receives (into device
 // scratch, or straight into place) and sends; the sender applies its scale
 // (dst weight) before sending; the weighted sum is built on flock's stream
 // with the shared kernels.
@@ -21,10 +19,5 @@
 namespace flock {
 
 Status RunStepsOnGpu(GpuBackend& gpu, Transport& host, const PendingRequest& request);
-
-// The check above, over `host` (exposed for tests): every rank's transfers of
-// `steps` agree, or a Mismatch naming the first pair that does not.
-Status CheckTransfersAgree(Transport& host, const std::string& name,
-                           const std::vector<ExchangeStep>& steps);
 
 }  // namespace flock

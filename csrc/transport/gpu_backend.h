@@ -11,6 +11,7 @@
 // GPU except a user who asks to (Synchronize).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -49,10 +50,18 @@ class GpuBackend : public DataPath {
   // host until `done` is reached.
   virtual Status StreamWait(StreamHandle caller_stream, const GpuEvent& done) = 0;
   virtual Status HostWait(const GpuEvent& done) = 0;
+  // HostWait for at most `limit`: false when not reached by then.
+  virtual Result<bool> HostWaitFor(const GpuEvent& done, std::chrono::microseconds limit) = 0;
   // Whether the GPU has reached `done`, without blocking.
   virtual Result<bool> Reached(const GpuEvent& done) = 0;
 
-  // Engine thread, stream ordered on the communication stream.
+  // Engine thread (or the caller driving its loop), stream ordered on the
+  // communication stream, between EnterDevice and LeaveDevice (which restores
+  // the thread's current device).
+  virtual Status EnterDevice() = 0;
+  virtual void LeaveDevice() = 0;
+  // Readies the world's communicator (outside any group); all ranks call it.
+  virtual Status Prepare() = 0;
   virtual Status WaitReady(const GpuEvent& ready) = 0;
   // DataPath: transport() is NCCL over the host's groups; the copies, the
   // scaling and the fusion buffer are on the device (the stream order keeps

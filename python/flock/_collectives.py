@@ -20,7 +20,8 @@ from flock.reduce_op import resolve_reduce_op
 # handle -> function that turns the finished op into the caller's result. It
 # also holds the Python objects involved until the handle is synchronized.
 _finishers = {}
-# handle -> function giving the caller's current CUDA stream (CUDA tensors only).
+# handle -> function giving the CUDA streams that must wait for the op (CUDA tensors
+# only): the caller's current stream and the one it submitted on.
 _streams = {}
 
 
@@ -53,8 +54,12 @@ def _cuda_stream(adapter, tensor):
 
 
 def _stream_of(adapter, tensor, stream):
-    """For _register: how synchronize finds the caller's current stream (None off the GPU)."""
-    return None if stream is None else lambda: _cuda_stream(adapter, tensor)
+    """For _register: the streams synchronize makes wait — the current one then, and
+    ``stream``, the one the op was submitted on (its temporaries may be freed there) —
+    or None off the GPU."""
+    if stream is None:
+        return None
+    return lambda: sorted({_cuda_stream(adapter, tensor), stream})
 
 
 def synchronize(handle, block=False):
@@ -66,7 +71,7 @@ def synchronize(handle, block=False):
     """
     stream_of = _streams.get(handle)
     try:
-        gathered = core.wait(handle, stream_of() if stream_of is not None else 0, block)
+        gathered = core.wait(handle, stream_of() if stream_of is not None else [], block)
     except KeyboardInterrupt:
         raise  # the op is still running: synchronize(handle) may be called again
     except BaseException:

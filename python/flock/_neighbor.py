@@ -12,6 +12,16 @@ from flock._args import as_rank, as_rank_list, as_weight, as_weight_map
 from flock._core_loader import core
 
 
+def _on_cuda(adapter, tensor):
+    """Whether ``tensor`` is a CUDA tensor, for a call rejected on this rank: neighbor ops
+    on CUDA tensors are negotiated, so the rejection must take the same road as the
+    peers' calls to reach them."""
+    try:
+        return c._cuda_stream(adapter, tensor) is not None
+    except Exception:  # noqa: BLE001 - not a tensor at all: the error says so already
+        return False
+
+
 def _ranks_arg(what, value, named):
     if value is None:
         return None
@@ -39,7 +49,8 @@ def neighbor_allreduce_nonblocking(adapter, tensor, self_weight=None, src_weight
     if error is not None:
         handle = core.enqueue_neighbor_allreduce(None, None, None, None, None, check, name,
                                                  local_error=error, named_ranks=named,
-                                                 wait_follows=wait_follows)
+                                                 wait_follows=wait_follows,
+                                                 cuda=_on_cuda(adapter, tensor))
         return c._register(handle, lambda _: None)
     out = exported.tensor if inplace else adapter.empty_like(exported.tensor)
     out_capsule = None if out is exported.tensor else adapter.export(out)[0]
@@ -112,7 +123,7 @@ def hierarchical_neighbor_allreduce_nonblocking(adapter, tensor, self_weight=Non
     if error is not None:
         handle = core.enqueue_hierarchical_neighbor_allreduce(
             None, None, None, None, None, check, name, local_error=error, named_machines=named,
-            wait_follows=wait_follows)
+            wait_follows=wait_follows, cuda=_on_cuda(adapter, tensor))
         return c._register(handle, lambda _: None)
     out = adapter.empty_like(exported.tensor)
     out_capsule = adapter.export(out)[0]

@@ -20,6 +20,27 @@ cudaEvent_t EventOf(const GpuEvent& event) {
   return static_cast<const CudaEvent&>(event).get();
 }
 
+// Makes `device` current on this thread for the guard's lifetime and then
+// restores the caller's: flock's calls on a user's thread (submitting,
+// synchronizing, driving the engine's loop) leave its current device alone.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device)
+      status_ =
+          gpu::CudaStatus(cudaSetDevice(device), "selecting CUDA device " + std::to_string(device));
+  }
+  ~DeviceGuard() {
+    if (previous_ >= 0 && status_.ok()) (void)cudaSetDevice(previous_);
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  Status status_;
+};
+
 Result<int> ChooseDevice(int configured_device, int local_rank) {
   int count = 0;
   FLOCK_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count), "counting the CUDA devices");
@@ -78,7 +99,8 @@ Status CudaBackend::CheckDevice(int device_index) const {
 }
 
 Result<GpuEventPtr> CudaBackend::Record(cudaStream_t stream, const char* what) {
-  FLOCK_RETURN_IF_ERROR(OnDevice());
+  const DeviceGuard guard(device_);
+  FLOCK_RETURN_IF_ERROR(guard.status());
   cudaEvent_t event = nullptr;
   FLOCK_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
                              std::string("creating the event ") + what);
@@ -92,10 +114,19 @@ Result<GpuEventPtr> CudaBackend::RecordReady(StreamHandle caller_stream) {
   return Record(AsStream(caller_stream), "that marks the op's inputs ready");
 }
 
+// Waits even after a failure (the caller's memory must not be reused while
+// flock's stream may still touch it), then reports the failure.
 Status CudaBackend::StreamWait(StreamHandle caller_stream, const GpuEvent& done) {
-  FLOCK_RETURN_IF_ERROR(OnDevice());
-  return gpu::CudaStatus(cudaStreamWaitEvent(AsStream(caller_stream), EventOf(done), 0),
-                         "making the caller's stream wait for the op");
+  const DeviceGuard guard(device_);
+  FLOCK_RETURN_IF_ERROR(guard.status());
+  FLOCK_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(AsStream(caller_stream), EventOf(done), 0),
+                             "making the caller's stream wait for the op");
+  return Failure();
+}
+
+Status CudaBackend::Failure() const {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  return failure_;
 }
 
 Result<bool> CudaBackend::Reached(const GpuEvent& done) {
@@ -105,23 +136,56 @@ Result<bool> CudaBackend::Reached(const GpuEvent& done) {
   return true;
 }
 
-// Polls with a growing pause (up to 1 ms) rather than cudaEventSynchronize:
-// the latter would never return if the communication hangs, while this lets
-// the engine's abort after an asynchronous error end the wait.
-Status CudaBackend::HostWait(const GpuEvent& done) {
-  auto pause = std::chrono::microseconds(2);
+// Polls rather than cudaEventSynchronize, which would never return if the
+// communication hangs: the engine's abort after an asynchronous error ends
+// this wait. The first 50 us only yield (a short op is seen at once); then
+// the pause doubles up to 1 ms.
+Result<bool> CudaBackend::HostWaitFor(const GpuEvent& done, std::chrono::microseconds limit) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now(), end = start + limit;
+  auto pause = std::chrono::microseconds(5);
   while (true) {
     FLOCK_ASSIGN_OR_RETURN(const bool reached, Reached(done));
-    if (reached) return data_->CheckAsyncErrors();
-    std::this_thread::sleep_for(pause);
+    if (reached) {
+      FLOCK_RETURN_IF_ERROR(Failure());
+      return true;
+    }
+    const Clock::time_point now = Clock::now();
+    if (now >= end) return false;
+    if (now - start < std::chrono::microseconds(50)) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, end - now));
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
 }
 
+Status CudaBackend::HostWait(const GpuEvent& done) {
+  while (true) {
+    FLOCK_ASSIGN_OR_RETURN(const bool reached, HostWaitFor(done, std::chrono::seconds(1)));
+    if (reached) return Status::OK();
+  }
+}
+
 // The engine's loop may run on a caller's thread (a waiting caller drives
-// it): the current device is per thread, so each batch sets it first.
+// it): the current device is per thread, so each batch sets it first and
+// gives the caller's back after.
+Status CudaBackend::EnterDevice() {
+  if (cudaGetDevice(&saved_device_) != cudaSuccess) saved_device_ = -1;
+  return OnDevice();
+}
+
+void CudaBackend::LeaveDevice() {
+  if (saved_device_ >= 0 && saved_device_ != device_) (void)cudaSetDevice(saved_device_);
+  saved_device_ = -1;
+}
+
+Status CudaBackend::Prepare() {
+  return data_->Prepare(CommGroup::kWorld);
+}
+
 Status CudaBackend::WaitReady(const GpuEvent& ready) {
-  FLOCK_RETURN_IF_ERROR(OnDevice());
   return gpu::CudaStatus(cudaStreamWaitEvent(stream_, EventOf(ready), 0),
                          "making flock's stream wait for the op's inputs");
 }
@@ -180,15 +244,34 @@ Result<GpuEventPtr> CudaBackend::RecordDone() {
 }
 
 Status CudaBackend::CheckAsyncErrors() {
-  return data_->CheckAsyncErrors();
+  const Status status = data_->CheckAsyncErrors();
+  if (!status.ok()) {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    if (failure_.ok()) failure_ = status;
+  }
+  return status;
+}
+
+// Bounded: a stream stuck behind a communication that will never complete is
+// given up on after `limit` (the communicators are then aborted, not finalized).
+Status CudaBackend::Drain(std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (true) {
+    const cudaError_t state = cudaStreamQuery(stream_);
+    if (state != cudaErrorNotReady) return gpu::CudaStatus(state, "finishing flock's stream");
+    if (std::chrono::steady_clock::now() >= end) {
+      return Status::TransportError("flock's CUDA stream did not finish within " +
+                                    std::to_string(limit.count()) + " s at shutdown");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 Status CudaBackend::Shutdown() {
   shut_down_ = true;
   Status status = OnDevice();
-  if (status.ok()) status = data_->CheckAsyncErrors();
-  if (status.ok())
-    status = gpu::CudaStatus(cudaStreamSynchronize(stream_), "finishing flock's stream");
+  if (status.ok()) status = CheckAsyncErrors();
+  if (status.ok()) status = Drain(std::chrono::seconds(30));
   const Status closed = data_->Shutdown();
   if (status.ok()) status = closed;
   for (Scratch& scratch : workspaces_) {

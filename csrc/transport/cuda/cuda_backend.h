@@ -6,7 +6,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <memory>
+#include <mutex>
 
 #include "flock/transport/cuda/device_transport.h"
 #include "flock/transport/gpu_backend.h"
@@ -38,8 +40,12 @@ class CudaBackend : public GpuBackend {
   Result<GpuEventPtr> RecordReady(StreamHandle caller_stream) override;
   Status StreamWait(StreamHandle caller_stream, const GpuEvent& done) override;
   Status HostWait(const GpuEvent& done) override;
+  Result<bool> HostWaitFor(const GpuEvent& done, std::chrono::microseconds limit) override;
   Result<bool> Reached(const GpuEvent& done) override;
 
+  Status EnterDevice() override;
+  void LeaveDevice() override;
+  Status Prepare() override;
   Status WaitReady(const GpuEvent& ready) override;
   Transport& transport() override { return *data_; }
   Status Copy(void* dst, const void* src, int64_t bytes) override;
@@ -66,6 +72,8 @@ class CudaBackend : public GpuBackend {
   CudaBackend(int device, cudaStream_t stream, std::unique_ptr<DeviceTransport> data);
   Status OnDevice() const;  // the calling thread's current device := device_
   Result<GpuEventPtr> Record(cudaStream_t stream, const char* what);
+  Status Failure() const;  // the sticky asynchronous failure (any thread)
+  Status Drain(std::chrono::seconds limit);
 
   const int device_;
   bool via_mpi_ = false;
@@ -77,6 +85,9 @@ class CudaBackend : public GpuBackend {
   };
   Scratch workspaces_[kWorkspaceSlots];
   bool shut_down_ = false;
+  int saved_device_ = -1;  // the driving thread's device, between EnterDevice and LeaveDevice
+  mutable std::mutex failure_mutex_;
+  Status failure_;  // set by the engine's CheckAsyncErrors, read by waiting callers
 };
 
 }  // namespace flock

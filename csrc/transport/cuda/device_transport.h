@@ -15,6 +15,12 @@ class DeviceTransport : public Transport {
   // the peers' order of calls.
   virtual Status GroupStart() = 0;
   virtual Status GroupEnd() = 0;
+  // Readies `group` for the calls that follow (NCCL: makes its communicator,
+  // which must not happen inside a group); every member of the group calls it.
+  virtual Status Prepare(CommGroup group) {
+    (void)group;
+    return Status::OK();
+  }
   virtual Status CheckAsyncErrors() = 0;
   virtual Status Shutdown() = 0;
   // Bytes moved through host memory so far (0 for a transport that never stages).

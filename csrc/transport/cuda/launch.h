@@ -31,18 +31,21 @@ __global__ void ForEachKernel(int64_t n, Body body) {
   }
 }
 
-// Queues body(i) for i in [0, n) on `stream`. Returns the launch's error (a
+// Queues body(i) for i in [0, n) on `stream`. Returns this launch's error (a
 // bad configuration, no device); errors while it runs surface later, on the
-// stream's events.
+// stream's events. cudaLaunchKernel rather than <<<>>> + cudaGetLastError:
+// the latter would also report (and clear) an earlier error of the caller's
+// own, whose thread may be the one driving flock's loop (Horovod #2230).
 template <typename Body>
 cudaError_t ForEachElement(cudaStream_t stream, int64_t n, const Body& body) {
   if (n <= 0) return cudaSuccess;
   const int64_t blocks =
       std::min<int64_t>((n + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
-  ForEachKernel<<<static_cast<unsigned>(blocks), kThreadsPerBlock, 0, stream>>>(n, body);
-  // cudaGetLastError, not Peek: it clears a launch error so that the next
-  // launch does not report a stale one (Horovod issue #2230).
-  return cudaGetLastError();
+  Body copy = body;
+  void* args[] = {&n, &copy};
+  return cudaLaunchKernel(reinterpret_cast<const void*>(&ForEachKernel<Body>),
+                          dim3(static_cast<unsigned>(blocks)), dim3(kThreadsPerBlock), args, 0,
+                          stream);
 }
 
 #else  // the fake-device build: the body runs on the host, in stream order

@@ -70,22 +70,50 @@ Result<ncclComm_t> NcclTransport::Comm(CommGroup group) {
   FLOCK_RETURN_IF_ERROR(failed_);
   ncclComm_t& comm = comms_[static_cast<size_t>(CommIndex(group))];
   if (comm != nullptr) return comm;
-  ncclUniqueId id;
-  std::memset(&id, 0, sizeof(id));
-  if (host_.rank(group) == 0) FLOCK_RETURN_IF_ERROR(Check(ncclGetUniqueId(&id), "ncclGetUniqueId"));
-  FLOCK_RETURN_IF_ERROR(host_.Broadcast(&id, sizeof(id), 0, group));
-  const std::string what = std::string("making the communicator of the ") + CommGroupName(group) +
-                           " group (" + std::to_string(host_.size(group)) + " ranks, device " +
-                           std::to_string(device_) + ")";
-  if (cudaSetDevice(device_) != cudaSuccess)
-    return Status::TransportError(what + ": cudaSetDevice");
-  ncclComm_t made = nullptr;
-  FLOCK_RETURN_IF_ERROR(
-      Check(ncclCommInitRank(&made, host_.size(group), id, host_.rank(group)), what));
-  comm = made;
-  FLOCK_LOG(kDebug, "nccl") << "NCCL: " << what << " ready";
-  FLOCK_RETURN_IF_ERROR(host_.Barrier(group));
+  const Status made = MakeComm(group, &comm);
+  // Every rank of the group reached the same verdict (MakeComm agrees on it),
+  // so keeping it fails the group's later ops alike instead of half retrying.
+  if (!made.ok()) failed_ = made;
+  FLOCK_RETURN_IF_ERROR(made);
   return comm;
+}
+
+// Rank 0 of the group makes the id and broadcasts it with whether it could;
+// all join; an allreduce of "joined" (which is also the barrier NCCL's init
+// wants after it) tells every rank whether all did.
+Status NcclTransport::MakeComm(CommGroup group, ncclComm_t* comm) {
+  struct {
+    int32_t ok = 0;
+    ncclUniqueId id;
+  } offer;
+  std::memset(&offer.id, 0, sizeof(offer.id));
+  Status mine;
+  if (host_.rank(group) == 0) {
+    mine = Check(ncclGetUniqueId(&offer.id), "ncclGetUniqueId");
+    offer.ok = mine.ok() ? 1 : 0;
+  }
+  FLOCK_RETURN_IF_ERROR(host_.Broadcast(&offer, sizeof(offer), 0, group));
+  const std::string what = std::string("making the NCCL communicator of the ") +
+                           CommGroupName(group) + " group (" + std::to_string(host_.size(group)) +
+                           " ranks, this rank on device " + std::to_string(device_) + ")";
+  if (!offer.ok) return mine.ok() ? Status::TransportError(what + ": rank 0 has no id") : mine;
+  ncclComm_t made = nullptr;
+  if (cudaSetDevice(device_) != cudaSuccess) {
+    mine = Status::TransportError(what + ": cudaSetDevice failed");
+  } else {
+    mine = Check(ncclCommInitRank(&made, host_.size(group), offer.id, host_.rank(group)), what);
+  }
+  int32_t all_joined = mine.ok() ? 1 : 0;
+  FLOCK_RETURN_IF_ERROR(
+      host_.Allreduce(&all_joined, &all_joined, 1, DataType::kInt32, ReduceOp::kMin, group));
+  if (all_joined == 1) {
+    *comm = made;
+    FLOCK_LOG(kDebug, "nccl") << what << ": ready";
+    return Status::OK();
+  }
+  if (made != nullptr) (void)ncclCommAbort(made);
+  return mine.ok() ? Status::TransportError(what + ": another rank of the group could not join")
+                   : mine;
 }
 
 Status NcclTransport::Allreduce(const void* send, void* recv, int64_t count, DataType dtype,
@@ -194,13 +222,20 @@ void NcclTransport::AbortAll() {
   }
 }
 
+// Finalize waits until the communicator is quiescent on every rank, so it is
+// used only when every member says it is healthy (each existing communicator
+// was made by an op all its members ran, so all of them get here); else abort.
 Status NcclTransport::Shutdown() {
   Status status = CheckAsyncErrors();
-  for (ncclComm_t& comm : comms_) {
+  for (size_t g = 0; g < comms_.size(); ++g) {
+    ncclComm_t& comm = comms_[g];
     if (comm == nullptr) continue;
-    Status done = Check(ncclCommFinalize(comm), "ncclCommFinalize");
-    if (done.ok()) done = Check(ncclCommDestroy(comm), "ncclCommDestroy");
-    if (!done.ok()) (void)ncclCommAbort(comm);
+    int32_t healthy = status.ok() ? 1 : 0;
+    const CommGroup group = static_cast<CommGroup>(g);
+    Status done = host_.Allreduce(&healthy, &healthy, 1, DataType::kInt32, ReduceOp::kMin, group);
+    if (done.ok() && healthy == 1) done = Check(ncclCommFinalize(comm), "ncclCommFinalize");
+    if (done.ok() && healthy == 1) done = Check(ncclCommDestroy(comm), "ncclCommDestroy");
+    if (!done.ok() || healthy != 1) (void)ncclCommAbort(comm);
     if (status.ok()) status = done;
     comm = nullptr;
   }

@@ -64,12 +64,15 @@ class NcclTransport : public DeviceTransport {
   // NCCL's asynchronous errors of every communicator made so far; on the first
   // one, every communicator is aborted (which releases their stream work) and
   // the error stays: later calls fail with it.
+  // The group's communicator, made now if it is not yet (outside any NCCL group).
+  Status Prepare(CommGroup group) override { return Comm(group).status(); }
   Status CheckAsyncErrors() override;
   // Flushes and frees the communicators (call with the stream drained).
   Status Shutdown() override;
 
  private:
   Result<ncclComm_t> Comm(CommGroup group);
+  Status MakeComm(CommGroup group, ncclComm_t* comm);
   Status Check(ncclResult_t result, const std::string& what);
   void AbortAll();
 
