@@ -5,7 +5,8 @@
 #      the fake device and flock's fake-device Python package (build-gpu/fake-python)
 #   2. ctest's GPU tests (names with nccl, cuda, gpu or fake)
 #   3. the Python GPU tests on the fake device under flockrun at np 1-4
-#   4. the real module (libcudart + libnccl) on this machine without a GPU driver
+#   4. FLOCK_WITH_NCCL=ON pip install . into build-gpu/venv-real: the real module (libcudart +
+#      libnccl) on this machine without a GPU driver
 # Exits non-zero when anything failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,12 +45,16 @@ for np in 2 3; do
     "$reports/gpu-via-mpi" tests/python/gpu -q -p no:cacheprovider || failed+=("GPU via MPI np $np")
 done
 
-echo "test_gpu: the real module without a GPU driver"
-real="$build/real-python"
-rm -rf "$real" && mkdir -p "$real" && cp -r python/flock "$real/" &&
-  cp "$build"/csrc/bindings/_core*.so "$real/flock/"
-env PYTHONPATH="$real" timeout --kill-after=10 300 python -m pytest -q -p no:cacheprovider \
-  tests/python/gpu_real || failed+=("real module without a driver")
+echo "test_gpu: FLOCK_WITH_NCCL=ON pip install . (real libcudart and libnccl), used without a driver"
+venv="$build/venv-real"
+[ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"
+if FLOCK_WITH_NCCL=ON FLOCK_CMAKE_BUILD_DIR="$build" "$venv/bin/python" -m pip install \
+    --no-build-isolation --no-deps --no-index --quiet "$root"; then
+  (cd "$build" && timeout --kill-after=10 300 "$venv/bin/python" -m pytest -q \
+    -p no:cacheprovider "$root/tests/python/gpu_real") || failed+=("real module without a driver")
+else
+  failed+=("FLOCK_WITH_NCCL=ON pip install")
+fi
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test_gpu: FAILED: ${failed[*]}"

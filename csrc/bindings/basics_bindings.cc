@@ -28,12 +28,22 @@ Runtime& RequireRuntime() {
 namespace {
 
 void BindLifecycle(py::module_& m) {
-  m.def("init", [] {
-    if (RuntimeSlot()) return;
-    Config config = ValueOrThrow(Config::FromEnvironment());
-    py::gil_scoped_release release;  // MPI start-up can take a while
-    RuntimeSlot() = ValueOrThrow(Runtime::Create(config));
-  });
+  m.def(
+      "init",
+      [](std::optional<int> device) {
+        if (RuntimeSlot()) return;
+        Config config = ValueOrThrow(Config::FromEnvironment());
+        if (device) {
+          if (*device < 0) {
+            ThrowIfError(Status::InvalidArgument("init(device=" + std::to_string(*device) +
+                                                 "): a CUDA device index is >= 0"));
+          }
+          config.device = *device;  // wins over FLOCK_DEVICE
+        }
+        py::gil_scoped_release release;  // MPI start-up can take a while
+        RuntimeSlot() = ValueOrThrow(Runtime::Create(config));
+      },
+      py::arg("device") = py::none());
   m.def("shutdown", [] {
     py::gil_scoped_release release;
     RuntimeSlot().reset();

@@ -25,8 +25,12 @@ _original_sys_exit = None
 _requested_exit_status = 0
 
 
-def init(topology_fn=None, is_weighted=False):
+def init(topology_fn=None, is_weighted=False, device=None):
     """Initializes flock on this rank; call it once on every rank before any op.
+
+    ``device`` (NCCL builds): the CUDA device this rank uses for CUDA tensors, over
+    ``FLOCK_DEVICE`` and the default (the rank's index on its host modulo the device
+    count); ignored when flock is already initialized.
 
     Then sets the topology (collective), on every call as Bluefog does:
     ``topology_fn(size())`` when given, else ``ExponentialGraph(size())``, with
@@ -38,7 +42,7 @@ def init(topology_fn=None, is_weighted=False):
         atexit.register(_at_exit)
         _atexit_registered = True
     was_initialized = core.is_initialized()
-    core.init()
+    core.init(device)
     _rank_hosts.remember(core.host_names(), core.rank())
     _install_failure_hooks()
     if not was_initialized:

@@ -98,3 +98,22 @@ def test_submission_and_synchronize_on_different_streams(rank, size, device, str
     out = ops.synchronize(handle)
     out.stream = other
     np.testing.assert_array_equal(out.numpy(), np.sum(every, axis=0))
+
+
+def test_init_device_argument_and_flock_device(rank, size):
+    """init(device=...) wins over FLOCK_DEVICE, which wins over the host-local default."""
+    from flock._core_loader import core
+    with fresh_flock(FLOCK_DEVICE=str((rank + 1) % 4)):
+        x = DeviceArray.from_numpy(np.ones(2, np.float32), (rank + 1) % 4)
+        ops.synchronize(ops.allreduce_nonblocking(ADAPTER, x, average=False, name="dev.env"))
+        assert core.gpu_info()["device"] == (rank + 1) % 4
+    bf.shutdown()
+    try:
+        bf.init(device=(rank + 2) % 4)
+        x = DeviceArray.from_numpy(np.ones(2, np.float32), (rank + 2) % 4)
+        out = ops.synchronize(ops.allreduce_nonblocking(ADAPTER, x, average=False, name="dev.arg"))
+        np.testing.assert_array_equal(out.numpy(), np.full(2, size, np.float32))
+        assert core.gpu_info()["device"] == (rank + 2) % 4
+    finally:
+        bf.shutdown()
+        bf.init()
