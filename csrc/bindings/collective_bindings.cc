@@ -92,8 +92,9 @@ HandleId EnqueueBroadcast(py::object tensor, int root, std::optional<std::string
 
 HandleId EnqueueAllgather(py::object input, std::optional<std::string> name,
                           std::optional<std::string> dtype_override,
-                          std::optional<std::string> local_error, bool wait_follows) {
-  Submission s = Begin(OpKind::kAllgather, name, local_error);
+                          std::optional<std::string> local_error, bool wait_follows,
+                          StreamHandle stream) {
+  Submission s = Begin(OpKind::kAllgather, name, local_error, stream);
   s.op.tensor = Take(s, input, dtype_override);
   if (s.op.tensor.shape.empty()) s.op.tensor.shape = {1};  // a 0-d tensor gathers as one row
   return Submit(std::move(s), wait_follows);
@@ -123,7 +124,7 @@ void BindCollectives(py::module_& m) {
         py::arg("stream") = 0);
   m.def("enqueue_allgather", &EnqueueAllgather, py::arg("input"), py::arg("name") = py::none(),
         py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
-        py::arg("wait_follows") = false);
+        py::arg("wait_follows") = false, py::arg("stream") = 0);
   m.def("enqueue_barrier", &EnqueueBarrier, py::arg("name") = py::none(),
         py::arg("wait_follows") = false);
 

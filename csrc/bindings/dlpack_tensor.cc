@@ -76,13 +76,14 @@ struct ExportedTensor {
 }  // namespace
 
 py::capsule ExportCapsule(std::shared_ptr<void> owner, void* data, DataType dtype,
-                          std::vector<int64_t> shape) {
+                          std::vector<int64_t> shape, Device device) {
   auto* exported = new ExportedTensor{};
   exported->owner = std::move(owner);
   exported->shape = std::move(shape);
   DLTensor& t = exported->managed.dl_tensor;
   t.data = data;
-  t.device = {kDLCPU, 0};
+  t.device =
+      device.type == DeviceType::kCUDA ? DLDevice{kDLCUDA, device.index} : DLDevice{kDLCPU, 0};
   t.ndim = static_cast<int32_t>(exported->shape.size());
   t.dtype = ToDlpack(dtype);
   t.shape = exported->shape.data();
@@ -102,10 +103,11 @@ py::capsule ExportCapsule(std::shared_ptr<void> owner, void* data, DataType dtyp
 }
 
 py::capsule ToCapsule(std::shared_ptr<GatheredTensor> tensor) {
-  void* data = tensor->bytes.data();
+  void* data = tensor->data();
   const DataType dtype = tensor->dtype;
+  const Device device = tensor->device;
   std::vector<int64_t> shape = tensor->shape;
-  return ExportCapsule(std::move(tensor), data, dtype, std::move(shape));
+  return ExportCapsule(std::move(tensor), data, dtype, std::move(shape), device);
 }
 
 Result<DlpackTensor> DlpackTensor::FromCapsule(py::capsule capsule,

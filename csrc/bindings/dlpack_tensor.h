@@ -37,10 +37,11 @@ class DlpackTensor {
 
 struct GatheredTensor;
 
-// A DLPack capsule of `data` (compact row-major `shape` of `dtype`) that keeps
-// `owner` alive until the consumer (torch, numpy) frees the tensor.
+// A DLPack capsule of `data` (compact row-major `shape` of `dtype`, on
+// `device`) that keeps `owner` alive until the consumer (torch, numpy) frees
+// the tensor.
 pybind11::capsule ExportCapsule(std::shared_ptr<void> owner, void* data, DataType dtype,
-                                std::vector<int64_t> shape);
+                                std::vector<int64_t> shape, Device device = {});
 
 // A DLPack capsule that owns `tensor` (engine-allocated output). bool travels
 // as uint8, like inputs do.

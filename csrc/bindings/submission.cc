@@ -7,7 +7,7 @@ namespace flock {
 namespace {
 
 bool CudaReady(OpKind kind) {
-  return kind == OpKind::kAllreduce || kind == OpKind::kBroadcast ||
+  return kind == OpKind::kAllreduce || kind == OpKind::kBroadcast || kind == OpKind::kAllgather ||
          kind == OpKind::kNeighborAllreduce || kind == OpKind::kHierarchicalNeighborAllreduce;
 }
 
@@ -22,7 +22,7 @@ Status TakeCuda(Submission& s, const TensorView& view) {
   GpuBackend* gpu = made.value();
   if (!CudaReady(s.op.kind)) {
     return Status::Unsupported(std::string(OpKindName(s.op.kind)) +
-                               " does not take CUDA tensors yet (allreduce, broadcast, "
+                               " does not take CUDA tensors yet (allreduce, broadcast, allgather, "
                                "neighbor_allreduce and hierarchical_neighbor_allreduce do); "
                                "move the tensor to the CPU with .cpu()");
   }

@@ -127,9 +127,10 @@ class Engine {
   // gpu_executor.cc: a batch of CUDA tensors, ordered after the callers'
   // streams; `done` marks its end on flock's stream.
   Status RunGpuBatch(const Response& response, const std::vector<PendingRequest*>& batch,
-                     GpuEventPtr* done);
+                     std::shared_ptr<GatheredTensor>* gathered, GpuEventPtr* done);
   Status RunGpuWork(GpuBackend& gpu, const Response& response,
-                    const std::vector<PendingRequest*>& batch);
+                    const std::vector<PendingRequest*>& batch,
+                    std::shared_ptr<GatheredTensor>* gathered);
   // Forgets finished CUDA work; reports an asynchronous GPU failure once.
   void CheckGpuWork();
   void FailAllPending(const std::string& reason);

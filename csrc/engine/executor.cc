@@ -70,7 +70,8 @@ Status AllreduceFused(DataPath& path, Timeline& timeline,
   });
 }
 
-Result<std::shared_ptr<GatheredTensor>> Allgather(Transport& t, Timeline& timeline,
+// `gpu`: the backend that allocates a CUDA tensor's output (null for host tensors).
+Result<std::shared_ptr<GatheredTensor>> Allgather(Transport& t, GpuBackend* gpu, Timeline& timeline,
                                                   PendingRequest& r,
                                                   const std::vector<int64_t>& first_dims) {
   TensorView in = r.op.tensor;
@@ -85,9 +86,14 @@ Result<std::shared_ptr<GatheredTensor>> Allgather(Transport& t, Timeline& timeli
   auto out = std::make_shared<GatheredTensor>();
   out->dtype = in.dtype;
   out->shape = layout.output_shape;
-  out->bytes.resize(static_cast<size_t>(layout.total_bytes));
+  if (gpu != nullptr) {
+    FLOCK_ASSIGN_OR_RETURN(out->device_data, gpu->AllocateOutput(layout.total_bytes));
+    out->device = in.device;
+  } else {
+    out->bytes.resize(static_cast<size_t>(layout.total_bytes));
+  }
   FLOCK_RETURN_IF_ERROR(Phase(timeline, {&r}, "COMMUNICATE", [&] {
-    return t.Allgatherv(in.data, layout.recv_bytes, out->bytes.data(), r.op.group);
+    return t.Allgatherv(in.data, layout.recv_bytes, out->data(), r.op.group);
   }));
   return out;
 }
@@ -118,15 +124,15 @@ void Engine::Execute(const Response& response) {
   std::shared_ptr<GatheredTensor> gathered;
   GpuEventPtr done;
   const Status status = batch.front()->op.tensor.device.type == DeviceType::kCUDA
-                            ? RunGpuBatch(response, batch, &done)
+                            ? RunGpuBatch(response, batch, &gathered, &done)
                             : RunBatch(host_path_, response, batch, &gathered);
   for (size_t i = 0; i < batch.size() && i < response.cache_ids.size(); ++i) {
     (void)negotiator_.cache().Store(response.cache_ids[i], batch[i]->op.name,
                                     MakeSignature(batch[i]->op));
   }
   counters_.cached_names = static_cast<int64_t>(negotiator_.cache().size());
-  if (gathered != nullptr) {
-    finisher_.Finish(*batch.front(), status, std::move(gathered));  // allgather: never fused
+  if (gathered != nullptr) {  // allgather: never fused
+    finisher_.Finish(*batch.front(), status, std::move(gathered), std::move(done));
   } else {
     finisher_.FinishBatch(batch, status, std::move(done));
   }
@@ -150,7 +156,10 @@ Status Engine::RunBatch(DataPath& path, const Response& response,
                                           first.op.root, first.op.group);
       });
     case OpKind::kAllgather: {
-      auto result = Allgather(path.transport(), timeline_, first, response.first_dims);
+      GpuBackend* gpu = first.op.tensor.device.type == DeviceType::kCUDA
+                            ? gpu_.load(std::memory_order_acquire)
+                            : nullptr;
+      auto result = Allgather(path.transport(), gpu, timeline_, first, response.first_dims);
       if (!result.ok()) return result.status();
       *gathered = std::move(result).value();
       return Status::OK();

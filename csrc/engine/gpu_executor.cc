@@ -10,7 +10,7 @@
 namespace flock {
 
 Status Engine::RunGpuBatch(const Response& response, const std::vector<PendingRequest*>& batch,
-                           GpuEventPtr* done) {
+                           std::shared_ptr<GatheredTensor>* gathered, GpuEventPtr* done) {
   GpuBackend* gpu = gpu_.load(std::memory_order_acquire);
   if (gpu == nullptr) {
     return Status::Internal("a CUDA tensor reached the executor before the GPU backend was made");
@@ -20,7 +20,7 @@ Status Engine::RunGpuBatch(const Response& response, const std::vector<PendingRe
     GpuBackend* gpu;
     ~Leave() { gpu->LeaveDevice(); }
   } leave{gpu};
-  const Status status = RunGpuWork(*gpu, response, batch);
+  const Status status = RunGpuWork(*gpu, response, batch, gathered);
   // Failed or not, what was queued may still touch the tensors: their users
   // (and the release of their memory) wait for this event.
   Result<GpuEventPtr> recorded = gpu->RecordDone();
@@ -32,17 +32,15 @@ Status Engine::RunGpuBatch(const Response& response, const std::vector<PendingRe
 }
 
 Status Engine::RunGpuWork(GpuBackend& gpu, const Response& response,
-                          const std::vector<PendingRequest*>& batch) {
+                          const std::vector<PendingRequest*>& batch,
+                          std::shared_ptr<GatheredTensor>* gathered) {
   for (PendingRequest* r : batch) {
     if (r->op.ready == nullptr) {
       return Status::Internal("CUDA request '" + r->op.name + "' has no ready event");
     }
     FLOCK_RETURN_IF_ERROR(gpu.WaitReady(*r->op.ready));
   }
-  if (!IsNeighborOp(response.kind)) {
-    std::shared_ptr<GatheredTensor> unused;
-    return RunBatch(gpu, response, batch, &unused);
-  }
+  if (!IsNeighborOp(response.kind)) return RunBatch(gpu, response, batch, gathered);
   PendingRequest& request = *batch.front();  // neighbor ops are never fused
   timeline_.Begin(request.op.name, "COMMUNICATE");
   const Status status = RunStepsOnGpu(gpu, transport_, request);

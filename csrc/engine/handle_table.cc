@@ -56,7 +56,8 @@ void HandleTable::WakeHeld() {
   WakeAll(wake);
 }
 
-void HandleTable::Complete(HandleId id, Status status, std::shared_ptr<GatheredTensor> gathered) {
+void HandleTable::Complete(HandleId id, Status status, std::shared_ptr<GatheredTensor> gathered,
+                           GpuEventPtr done) {
   Waiters wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -64,6 +65,7 @@ void HandleTable::Complete(HandleId id, Status status, std::shared_ptr<GatheredT
     if (it == entries_.end() || it->second.done) return;
     it->second.completion.status = std::move(status);
     it->second.completion.gathered = std::move(gathered);
+    it->second.completion.done = std::move(done);
     MarkDone(it->second, wake);
     HoldIfAsked(wake);
   }

@@ -44,7 +44,8 @@ class HandleTable {
   explicit HandleTable(bool hold_wakes = false) : hold_wakes_(hold_wakes) {}
 
   HandleId Create(std::shared_ptr<void> keep_alive);
-  void Complete(HandleId id, Status status, std::shared_ptr<GatheredTensor> gathered = nullptr);
+  void Complete(HandleId id, Status status, std::shared_ptr<GatheredTensor> gathered = nullptr,
+                GpuEventPtr done = nullptr);
   // Completes a fused batch at once: one lock and one wake-up for all of them,
   // so a thread waiting on them one by one is not woken once per handle.
   void CompleteAll(const std::vector<HandleId>& ids, const Status& status,

@@ -5,11 +5,11 @@
 namespace flock {
 
 void RequestFinisher::Finish(PendingRequest& request, Status status,
-                             std::shared_ptr<GatheredTensor> gathered) {
+                             std::shared_ptr<GatheredTensor> gathered, GpuEventPtr done) {
   if (!status.ok()) ++counters_.errors;
   timeline_.End(request.op.name);  // the op's span
   requests_.Release(request.op.name);
-  handles_.Complete(request.handle, std::move(status), std::move(gathered));
+  handles_.Complete(request.handle, std::move(status), std::move(gathered), std::move(done));
 }
 
 void RequestFinisher::FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status,

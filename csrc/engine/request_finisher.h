@@ -21,7 +21,8 @@ class RequestFinisher {
                   EngineCounters& counters)
       : timeline_(timeline), requests_(requests), handles_(handles), counters_(counters) {}
 
-  void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered);
+  void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered,
+              GpuEventPtr done = nullptr);
   // A fused batch: one handle-table lock for all of them.
   // `done`: a CUDA batch's completion event.
   void FinishBatch(const std::vector<PendingRequest*>& batch, const Status& status,

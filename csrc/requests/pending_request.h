@@ -4,20 +4,26 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "flock/common/data_type.h"
+#include "flock/common/tensor_view.h"
 #include "flock/requests/op_signature.h"
 
 namespace flock {
 
 using HandleId = int64_t;
 
-// An output the engine allocated (allgather: its size is known only then).
+// An output the engine allocated (allgather: its size is known only then): in
+// `bytes`, or for a CUDA tensor in device memory owned by `device_data`.
 struct GatheredTensor {
   std::vector<char> bytes;
   DataType dtype = DataType::kFloat32;
   std::vector<int64_t> shape;
+  Device device;
+  std::shared_ptr<void> device_data;
+  void* data() { return device_data ? device_data.get() : static_cast<void*>(bytes.data()); }
 };
 
 struct PendingRequest {

@@ -67,6 +67,9 @@ class GpuBackend : public DataPath {
   // scaling and the fusion buffer are on the device (the stream order keeps
   // one op's use of the buffer from overlapping the next one's).
   virtual Result<GpuEventPtr> RecordDone() = 0;
+  // Device memory for an output whose size only the op learns (allgather),
+  // freed when the last owner lets go (cudaFree: after the device is idle).
+  virtual Result<std::shared_ptr<void>> AllocateOutput(int64_t bytes) = 0;
   // Device scratch memory of at least `bytes` for use `slot` (0 is the fusion
   // buffer; 1-7 the neighbor ops'), reused from call to call.
   static constexpr int kWorkspaceSlots = 8;

@@ -135,8 +135,11 @@ def allgather_nonblocking(adapter, tensor, name=None, wait_follows=False):
         handle = core.enqueue_allgather(None, name, local_error=src.error,
                                         wait_follows=wait_follows)
         return _register(handle, lambda _: None)
-    handle = core.enqueue_allgather(src.capsule, name, src.override, wait_follows=wait_follows)
-    return _register(handle, lambda capsule: adapter.import_capsule(capsule, like=src.tensor))
+    stream = _cuda_stream(adapter, src.tensor)
+    handle = core.enqueue_allgather(src.capsule, name, src.override, wait_follows=wait_follows,
+                                    stream=stream or 0)
+    return _register(handle, lambda capsule: adapter.import_capsule(capsule, like=src.tensor),
+                     _stream_of(adapter, src.tensor, stream))
 
 
 def barrier():

@@ -239,6 +239,13 @@ Status CudaBackend::StoreAccumulator(void* out, const void* acc, DataType dtype,
   return gpu::StoreAccumulator(stream_, out, acc, dtype, count);
 }
 
+Result<std::shared_ptr<void>> CudaBackend::AllocateOutput(int64_t bytes) {
+  void* data = nullptr;
+  FLOCK_CUDA_RETURN_IF_ERROR(cudaMalloc(&data, static_cast<size_t>(std::max<int64_t>(bytes, 1))),
+                             "allocating a " + std::to_string(bytes) + "-byte device output");
+  return std::shared_ptr<void>(data, [](void* p) { (void)cudaFree(p); });
+}
+
 Result<GpuEventPtr> CudaBackend::RecordDone() {
   return Record(stream_, "that marks the op done");
 }

@@ -52,6 +52,7 @@ class CudaBackend : public GpuBackend {
   Status Scale(void* buffer, int64_t count, DataType dtype, double factor) override;
   Result<void*> FusionBuffer(int64_t bytes) override;
   Result<GpuEventPtr> RecordDone() override;
+  Result<std::shared_ptr<void>> AllocateOutput(int64_t bytes) override;
   Result<void*> Workspace(int slot, int64_t bytes) override;
   Status GroupStart() override { return data_->GroupStart(); }
   Status Send(const void* buffer, int64_t bytes, int peer) override {

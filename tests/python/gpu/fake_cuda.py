@@ -64,6 +64,9 @@ class _DLManagedTensor(ctypes.Structure):
 _capsule_new = ctypes.pythonapi.PyCapsule_New
 _capsule_new.restype = ctypes.py_object
 _capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 class Stream:
@@ -91,10 +94,30 @@ class DeviceArray:
         self.device = device
         self.stream = stream
         self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        self._keep = []
+        self._owner = None  # a view's: what keeps its memory alive
         CUDA.cudaSetDevice(device)
         self.pointer = ctypes.c_void_p()
         check(CUDA.cudaMalloc(ctypes.byref(self.pointer), max(self.nbytes, 1)), "cudaMalloc")
-        self._keep = []
+
+    @classmethod
+    def from_capsule(cls, capsule, dtype, stream=None):
+        """A view of the device memory of a kDLCUDA capsule flock made (kept alive by it)."""
+        managed = _DLManagedTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+        tensor = managed.dl_tensor
+        if tensor.device.device_type != _KDL_CUDA:
+            raise AssertionError("expected a CUDA capsule, got device type {}".format(
+                tensor.device.device_type))
+        view = cls.__new__(cls)
+        view.shape = tuple(int(tensor.shape[i]) for i in range(tensor.ndim))
+        view.dtype = np.dtype(dtype)
+        view.device = tensor.device.device_id
+        view.stream = stream
+        view.nbytes = int(np.prod(view.shape, dtype=np.int64)) * view.dtype.itemsize
+        view._keep = []
+        view._owner = capsule
+        view.pointer = ctypes.c_void_p(tensor.data)
+        return view
 
     @classmethod
     def from_numpy(cls, host, device=0, stream=None):
@@ -134,7 +157,8 @@ class DeviceArray:
         return _capsule_new(ctypes.addressof(managed), b"dltensor", None)
 
     def __del__(self):
-        if getattr(self, "pointer", None) is not None and self.pointer.value:
+        if getattr(self, "_owner", None) is None and getattr(self, "pointer", None) is not None \
+                and self.pointer.value:
             CUDA.cudaFree(self.pointer)
 
 
@@ -163,6 +187,9 @@ class Adapter:
         check(CUDA.cudaMemcpyAsync(out.pointer, array.pointer, array.nbytes, _D2D,
                                    array._stream_handle()), "copying")
         return out
+
+    def import_capsule(self, capsule, like):
+        return DeviceArray.from_capsule(capsule, like.dtype, like.stream)
 
     def same_memory(self, a, b):
         return a.pointer.value == b.pointer.value and a.shape == b.shape

@@ -15,6 +15,7 @@ import pytest
 import flock
 import flock.errors
 import flock._collectives as ops
+import flock._neighbor as nops
 import flock.torch as bf
 from fake_cuda import ADAPTER, DeviceArray
 
@@ -118,10 +119,20 @@ def test_ranks_that_disagree_on_the_device_fail_on_every_rank(rank, size, device
         ops.synchronize(ops.allreduce_nonblocking(adapter, tensor, name="mixed.device"))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float16"])
+def test_allgather_with_different_first_dims(rank, size, device, stream, dtype):
+    every = [np.full((r + 1, 3), r + 1, dtype) for r in range(size)]
+    x = DeviceArray.from_numpy(every[rank], device, stream)
+    out = ops.synchronize(ops.allgather_nonblocking(ADAPTER, x, name="gather." + dtype))
+    assert out.device == device and out.shape == (sum(range(1, size + 1)), 3)
+    np.testing.assert_array_equal(out.numpy(), np.concatenate(every))
+
+
 def test_ops_without_cuda_support_say_so_on_every_rank(rank, size, device, stream):
     x = DeviceArray.from_numpy(np.ones(3, np.float32), device, stream)
-    with pytest.raises(flock.errors.FlockError, match="allgather does not take CUDA tensors yet"):
-        ops.synchronize(ops.allgather_nonblocking(ADAPTER, x, name="gather.cuda"))
+    with pytest.raises(flock.errors.FlockError,
+                       match="neighbor_allgather does not take CUDA tensors yet"):
+        ops.synchronize(nops.neighbor_allgather_nonblocking(ADAPTER, x, name="ngather.cuda"))
 
 
 def test_int16_has_no_nccl_type_but_mpi_reduces_it(rank, size, device, stream):
