@@ -50,16 +50,18 @@ void BindNeighborAllgather(py::module_& m) {
       [](py::object input, std::optional<std::vector<int>> src_ranks,
          std::optional<std::vector<int>> dst_ranks, std::optional<std::string> name,
          std::optional<std::string> dtype_override, std::optional<std::string> local_error,
-         std::vector<int> named_ranks, bool wait_follows, bool check) {
-        Submission s = Begin(OpKind::kNeighborAllgather, name, local_error);
+         std::vector<int> named_ranks, bool wait_follows, bool check, StreamHandle stream,
+         bool cuda) {
+        Submission s = Begin(OpKind::kNeighborAllgather, name, local_error, stream);
         if (!input.is_none()) s.op.tensor = Take(s, input, dtype_override);
+        if (input.is_none() && cuda) s.op.tensor.device = Device{DeviceType::kCUDA, 0};
         PrepareNeighborAllgather(RequireRuntime(), s.op, src_ranks, dst_ranks, check, named_ranks);
         return Submit(std::move(s), wait_follows);
       },
       py::arg("input"), py::arg("src_ranks"), py::arg("dst_ranks"), py::arg("name") = py::none(),
       py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
       py::arg("named_ranks") = std::vector<int>(), py::arg("wait_follows") = false,
-      py::arg("check") = true);
+      py::arg("check") = true, py::arg("stream") = 0, py::arg("cuda") = false);
 }
 
 void BindHierarchicalNeighborAllreduce(py::module_& m) {

@@ -6,11 +6,6 @@
 namespace flock {
 namespace {
 
-bool CudaReady(OpKind kind) {
-  return kind == OpKind::kAllreduce || kind == OpKind::kBroadcast || kind == OpKind::kAllgather ||
-         kind == OpKind::kNeighborAllreduce || kind == OpKind::kHierarchicalNeighborAllreduce;
-}
-
 // A CUDA tensor: this rank's GPU backend (made now if this is the first), the
 // tensor on its device, and the point of the caller's stream the op waits for.
 Status TakeCuda(Submission& s, const TensorView& view) {
@@ -20,12 +15,6 @@ Status TakeCuda(Submission& s, const TensorView& view) {
                   "tensor is on " + DeviceToString(view.device) + ": " + made.status().message());
   }
   GpuBackend* gpu = made.value();
-  if (!CudaReady(s.op.kind)) {
-    return Status::Unsupported(std::string(OpKindName(s.op.kind)) +
-                               " does not take CUDA tensors yet (allreduce, broadcast, allgather, "
-                               "neighbor_allreduce and hierarchical_neighbor_allreduce do); "
-                               "move the tensor to the CPU with .cpu()");
-  }
   FLOCK_RETURN_IF_ERROR(gpu->CheckDevice(view.device.index));
   if (view.dtype == DataType::kInt16 && !gpu->via_mpi()) {  // refused before any GPU work
     return Status::Unsupported(

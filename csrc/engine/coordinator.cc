@@ -86,8 +86,8 @@ std::vector<Response> Coordinator::TakeResponses() {
     for (size_t i : batch) {
       const Agreed& agreed = completed_[i];
       execute.names.push_back(agreed.name);
-      // Allgather signatures differ in dim 0 between ranks, so they are never cached.
-      const bool cacheable = agreed.cacheable && execute.kind != OpKind::kAllgather;
+      // Gather signatures differ in dim 0 between ranks, so they are never cached.
+      const bool cacheable = agreed.cacheable && !Dim0Free(execute.kind);
       execute.cache_ids.push_back(cacheable ? cache_.Assign(agreed.name, agreed.signature) : -1);
       const auto& dims = agreed.first_dims;
       execute.first_dims.insert(execute.first_dims.end(), dims.begin(), dims.end());

@@ -43,7 +43,7 @@ Status Engine::RunGpuWork(GpuBackend& gpu, const Response& response,
   if (!IsNeighborOp(response.kind)) return RunBatch(gpu, response, batch, gathered);
   PendingRequest& request = *batch.front();  // neighbor ops are never fused
   timeline_.Begin(request.op.name, "COMMUNICATE");
-  const Status status = RunStepsOnGpu(gpu, transport_, request);
+  const Status status = RunStepsOnGpu(gpu, transport_, request, gathered);
   timeline_.End(request.op.name);
   return status;
 }

@@ -41,6 +41,7 @@ class GpuStepRunner {
         width_(static_cast<int64_t>(DataTypeSize(dtype_))),
         acc_width_(static_cast<int64_t>(DataTypeSize(AccumulatorType(dtype_)))),
         count_(r.op.tensor.num_elements()),
+        tensor_(r.op.tensor),
         input_(static_cast<char*>(r.op.tensor.data)),
         output_(static_cast<char*>(r.output.data)) {}
 
@@ -67,6 +68,40 @@ class GpuStepRunner {
 
   Status Run(const ExchangeStep& step) {
     return step.mode == ExchangeStep::Mode::kReduce ? Reduce(step) : Place(step);
+  }
+
+  // neighbor_allgather: the in-neighbours' tensors, `counts` elements each
+  // (learned in the transfer check), concatenated in receive order into
+  // device memory allocated for the output.
+  Status Gather(const ExchangeStep& step, const std::vector<int64_t>& counts,
+                std::shared_ptr<GatheredTensor>* gathered) {
+    if (counts.size() != step.recvs.size()) {
+      return Status::Internal("neighbor_allgather: sizes learned for " +
+                              std::to_string(counts.size()) + " of " +
+                              std::to_string(step.recvs.size()) + " sources");
+    }
+    auto out = std::make_shared<GatheredTensor>();
+    out->dtype = dtype_;
+    out->device = tensor_.device;
+    out->shape = tensor_.shape.empty() ? std::vector<int64_t>{1} : tensor_.shape;
+    int64_t total = 0, row = 1;
+    for (int64_t c : counts) total += c;
+    for (size_t d = 1; d < out->shape.size(); ++d) row *= out->shape[d];
+    out->shape[0] = row > 0 ? total / row : 0;
+    FLOCK_ASSIGN_OR_RETURN(out->device_data, gpu_.AllocateOutput(total * width_));
+    char* into = static_cast<char*>(out->device_data.get());
+    GroupScope group(gpu_);
+    FLOCK_RETURN_IF_ERROR(group.started());
+    for (const StepSend& s : step.sends) {
+      FLOCK_RETURN_IF_ERROR(gpu_.Send(input_ + s.offset * width_, s.count * width_, s.peer));
+    }
+    for (size_t i = 0; i < step.recvs.size(); ++i) {
+      FLOCK_RETURN_IF_ERROR(gpu_.Recv(into, counts[i] * width_, step.recvs[i].peer));
+      into += counts[i] * width_;
+    }
+    FLOCK_RETURN_IF_ERROR(group.End());
+    *gathered = std::move(out);
+    return Status::OK();
   }
 
  private:
@@ -154,6 +189,7 @@ class GpuStepRunner {
   const int64_t width_;
   const int64_t acc_width_;
   const int64_t count_;
+  const TensorView tensor_;
   char* const input_;
   char* const output_;
 };
@@ -163,19 +199,20 @@ class GpuStepRunner {
 // Every rank runs this at the same point (the op is negotiated): the world's
 // communicator is made first, outside any group, then the buffers, then the
 // check, and only then NCCL's transfers.
-Status RunStepsOnGpu(GpuBackend& gpu, Transport& host, const PendingRequest& request) {
+Status RunStepsOnGpu(GpuBackend& gpu, Transport& host, const PendingRequest& request,
+                     std::shared_ptr<GatheredTensor>* gathered) {
   const OpRequest& op = request.op;
   if (op.steps == nullptr) return Status::Internal("neighbor op '" + op.name + "' has no steps");
-  for (const ExchangeStep& step : *op.steps) {
-    if (step.mode == ExchangeStep::Mode::kGather) {
-      return Status::Unsupported("neighbor_allgather does not take CUDA tensors yet");
-    }
-  }
   FLOCK_RETURN_IF_ERROR(gpu.Prepare());
   GpuStepRunner runner(gpu, request);
   const Status ready = runner.Reserve(*op.steps);
-  FLOCK_RETURN_IF_ERROR(CheckTransfersAgree(host, op.name, *op.steps, ready));
-  for (const ExchangeStep& step : *op.steps) FLOCK_RETURN_IF_ERROR(runner.Run(step));
+  std::vector<int64_t> gather_counts;
+  FLOCK_RETURN_IF_ERROR(CheckTransfersAgree(host, op.name, *op.steps, ready, &gather_counts));
+  for (const ExchangeStep& step : *op.steps) {
+    FLOCK_RETURN_IF_ERROR(step.mode == ExchangeStep::Mode::kGather
+                              ? runner.Gather(step, gather_counts, gathered)
+                              : runner.Run(step));
+  }
   return Status::OK();
 }
 

@@ -18,6 +18,8 @@
 
 namespace flock {
 
-Status RunStepsOnGpu(GpuBackend& gpu, Transport& host, const PendingRequest& request);
+// `gathered`: neighbor_allgather's output (device memory flock allocated).
+Status RunStepsOnGpu(GpuBackend& gpu, Transport& host, const PendingRequest& request,
+                     std::shared_ptr<GatheredTensor>* gathered);
 
 }  // namespace flock

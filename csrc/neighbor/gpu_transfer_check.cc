@@ -7,19 +7,33 @@
 namespace flock {
 namespace {
 
-// {kind, step, sender, receiver, elements}: a send, a receive, or a rank that
-// is not ready (sender = receiver = that rank).
+// {kind, step, sender, receiver, elements, row elements}: a send, a receive,
+// or a rank that is not ready (sender = receiver = that rank). A gather
+// step's receiver does not know the elements (-1): the rows must match.
 enum Kind : int64_t { kSend = 0, kRecv = 1, kNotReady = 2 };
-using Entry = std::array<int64_t, 5>;
-using Transfer = std::array<int64_t, 4>;  // {step, sender, receiver, elements}
+using Entry = std::array<int64_t, 6>;
+// {step, sender, receiver, elements (-1 for a gather step), row elements}
+using Transfer = std::array<int64_t, 5>;
+
+int64_t RowElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (size_t d = 1; d < shape.size(); ++d) n *= shape[d];
+  return n;
+}
 
 std::vector<Entry> MyEntries(const std::vector<ExchangeStep>& steps, int me, bool ready) {
   std::vector<Entry> out;
-  if (!ready) out.push_back({kNotReady, 0, me, me, 0});
+  if (!ready) out.push_back({kNotReady, 0, me, me, 0, 0});
   for (size_t k = 0; k < steps.size(); ++k) {
     const int64_t step = static_cast<int64_t>(k);
-    for (const StepSend& s : steps[k].sends) out.push_back({kSend, step, me, s.peer, s.count});
-    for (const StepRecv& r : steps[k].recvs) out.push_back({kRecv, step, r.peer, me, r.count});
+    const bool gather = steps[k].mode == ExchangeStep::Mode::kGather;
+    for (const StepSend& s : steps[k].sends) {
+      out.push_back({kSend, step, me, s.peer, s.count, gather ? RowElements(s.shape) : 0});
+    }
+    for (const StepRecv& r : steps[k].recvs) {
+      out.push_back(
+          {kRecv, step, r.peer, me, gather ? -1 : r.count, gather ? RowElements(r.shape) : 0});
+    }
   }
   return out;
 }
@@ -40,7 +54,9 @@ Result<std::vector<Entry>> GatherAll(Transport& host, const std::vector<Entry>& 
 
 std::string Describe(const std::string& name, const Transfer& t, bool missing_receive) {
   const std::string from = "rank " + std::to_string(t[1]), to = "rank " + std::to_string(t[2]);
-  const std::string what = std::to_string(t[3]) + " elements in step " + std::to_string(t[0] + 1);
+  const std::string what = (t[3] < 0 ? std::string("rows") : std::to_string(t[3]) + " elements") +
+                           (t[4] > 0 ? " (rows of " + std::to_string(t[4]) + " elements)" : "") +
+                           " in step " + std::to_string(t[0] + 1);
   return "neighbor op '" + name + "' on CUDA tensors: " +
          (missing_receive ? from + " sends " + what + " to " + to + ", but " + to +
                                 " does not receive them (check the weights and topology)"
@@ -66,19 +82,35 @@ Status CompareTransfers(const std::string& name, std::vector<Transfer> sends,
 }  // namespace
 
 Status CheckTransfersAgree(Transport& host, const std::string& name,
-                           const std::vector<ExchangeStep>& steps, const Status& ready) {
+                           const std::vector<ExchangeStep>& steps, const Status& ready,
+                           std::vector<int64_t>* gather_counts) {
   const int me = host.rank(CommGroup::kWorld);
   FLOCK_ASSIGN_OR_RETURN(std::vector<Entry> all, GatherAll(host, MyEntries(steps, me, ready.ok())));
-  std::vector<Transfer> sends, recvs;
+  std::vector<Transfer> sends, recvs, to_me;
   for (const Entry& e : all) {
     if (e[0] == kNotReady) {
       if (e[2] == me) return ready;
       return Status::Aborted("neighbor op '" + name + "' on CUDA tensors: rank " +
                              std::to_string(e[2]) + " could not prepare it (see its error)");
     }
-    (e[0] == kSend ? sends : recvs).push_back({e[1], e[2], e[3], e[4]});
+    const bool gather = steps[static_cast<size_t>(e[1])].mode == ExchangeStep::Mode::kGather;
+    if (e[0] == kSend && gather && e[3] == me) to_me.push_back({e[1], e[2], e[3], e[4], e[5]});
+    const int64_t count = gather ? -1 : e[4];
+    (e[0] == kSend ? sends : recvs).push_back({e[1], e[2], e[3], count, e[5]});
   }
-  return CompareTransfers(name, std::move(sends), std::move(recvs));
+  FLOCK_RETURN_IF_ERROR(CompareTransfers(name, std::move(sends), std::move(recvs)));
+  if (gather_counts != nullptr) {  // what each gather receive will bring, in recv order
+    gather_counts->clear();
+    for (size_t k = 0; k < steps.size(); ++k) {
+      if (steps[k].mode != ExchangeStep::Mode::kGather) continue;
+      for (const StepRecv& r : steps[k].recvs) {
+        for (const Transfer& t : to_me) {
+          if (t[0] == static_cast<int64_t>(k) && t[1] == r.peer) gather_counts->push_back(t[3]);
+        }
+      }
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace flock

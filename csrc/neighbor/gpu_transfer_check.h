@@ -17,9 +17,12 @@
 namespace flock {
 
 // OK when every rank is ready and every send has its receive (same step and
-// element count); else the first problem, the same on every rank (a rank that
-// is not ready gets its own `ready` status back).
+// element count; a gather step: the same row size); else the first problem,
+// the same on every rank (a rank that is not ready gets its own `ready`
+// status back). `gather_counts`: the elements each receive of a gather step
+// brings, in the steps' receive order.
 Status CheckTransfersAgree(Transport& host, const std::string& name,
-                           const std::vector<ExchangeStep>& steps, const Status& ready);
+                           const std::vector<ExchangeStep>& steps, const Status& ready,
+                           std::vector<int64_t>* gather_counts = nullptr);
 
 }  // namespace flock

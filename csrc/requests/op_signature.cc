@@ -157,7 +157,7 @@ Status CompareSignatures(OpKind kind, const std::string& name, const std::vector
     return Status::Aborted(what + " was cancelled because " + RankList(rejected) +
                            " rejected its input (see the error raised there)");
   }
-  const bool dim0_free = kind == OpKind::kAllgather;
+  const bool dim0_free = Dim0Free(kind);
   const OpSignature& ref = all[static_cast<size_t>(reference)];
   for (const Field& field : kFields) {
     std::vector<int> differing;

@@ -37,6 +37,11 @@ inline bool IsNeighborOp(OpKind kind) {
   return kind == OpKind::kNeighborAllreduce || kind == OpKind::kNeighborAllgather ||
          kind == OpKind::kHierarchicalNeighborAllreduce;
 }
+// Ops whose ranks may differ in dim 0 (the gathers); their signatures are not
+// cached, as they differ between ranks.
+inline bool Dim0Free(OpKind kind) {
+  return kind == OpKind::kAllgather || kind == OpKind::kNeighborAllgather;
+}
 const char* OpKindName(OpKind kind);
 bool IsOpKind(int64_t value);
 

@@ -75,13 +75,16 @@ def neighbor_allgather_nonblocking(adapter, tensor, src_ranks=None, dst_ranks=No
     error = error or exported.error
     if error is not None:
         handle = core.enqueue_neighbor_allgather(None, None, None, name, local_error=error,
-                                                 named_ranks=named, wait_follows=wait_follows)
+                                                 named_ranks=named, wait_follows=wait_follows,
+                                                 cuda=_on_cuda(adapter, tensor))
         return c._register(handle, lambda _: None)
+    stream = c._cuda_stream(adapter, exported.tensor)
     handle = core.enqueue_neighbor_allgather(exported.capsule, src, dst, name, exported.override,
                                              named_ranks=named, wait_follows=wait_follows,
-                                             check=bool(enable_topo_check))
+                                             check=bool(enable_topo_check), stream=stream or 0)
     return c._register(handle,
-                       lambda capsule: adapter.import_capsule(capsule, like=exported.tensor))
+                       lambda capsule: adapter.import_capsule(capsule, like=exported.tensor),
+                       c._stream_of(adapter, exported.tensor, stream))
 
 
 def pair_gossip_nonblocking(adapter, tensor, target_rank, self_weight=0.5, pair_weight=0.5,

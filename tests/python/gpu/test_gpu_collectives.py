@@ -128,11 +128,28 @@ def test_allgather_with_different_first_dims(rank, size, device, stream, dtype):
     np.testing.assert_array_equal(out.numpy(), np.concatenate(every))
 
 
-def test_ops_without_cuda_support_say_so_on_every_rank(rank, size, device, stream):
-    x = DeviceArray.from_numpy(np.ones(3, np.float32), device, stream)
-    with pytest.raises(flock.errors.FlockError,
-                       match="neighbor_allgather does not take CUDA tensors yet"):
-        ops.synchronize(nops.neighbor_allgather_nonblocking(ADAPTER, x, name="ngather.cuda"))
+def test_neighbor_allgather_on_a_ring(rank, size, device, stream):
+    """Each rank gathers from rank-1 and rank+1 (distinct when size > 2); row counts differ."""
+    sources = sorted({(rank - 1) % size, (rank + 1) % size} - {rank})
+    every = [np.full((r + 1, 2), r + 1, np.float64) for r in range(size)]
+    x = DeviceArray.from_numpy(every[rank], device, stream)
+    dst = sorted({(rank - 1) % size, (rank + 1) % size} - {rank})
+    out = ops.synchronize(nops.neighbor_allgather_nonblocking(
+        ADAPTER, x, src_ranks=sources, dst_ranks=dst, name="ngather"))
+    expected = (np.concatenate([every[j] for j in sources]) if sources
+                else np.zeros((0, 2), np.float64))
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(out.numpy(), expected)
+
+
+def test_neighbor_allgather_rows_that_differ_fail_on_every_rank(rank, size, device, stream):
+    if size < 2:
+        pytest.skip("needs two ranks")
+    peers = sorted({(rank - 1) % size, (rank + 1) % size} - {rank})
+    x = DeviceArray.from_numpy(np.ones((2, 3 if rank == 0 else 4), np.float32), device, stream)
+    with pytest.raises(flock.errors.FlockMismatchError, match="only dim 0 may differ"):
+        ops.synchronize(nops.neighbor_allgather_nonblocking(
+            ADAPTER, x, src_ranks=peers, dst_ranks=peers, name="ngather.rows"))
 
 
 def test_int16_has_no_nccl_type_but_mpi_reduces_it(rank, size, device, stream):
