@@ -157,13 +157,23 @@ class GpuStepRunner {
     return group.End();
   }
 
+  // The sum builds up in the target itself when the dtype is its own
+  // accumulator (float32, float64) — one pass less — unless the target is
+  // this rank's own part at an offset (other elements of it still to read).
+  // In place is fine: the sends are over (stream order) before the sum starts.
+  Result<char*> Accumulator(const ExchangeStep& step, char* self, char* target) {
+    if (acc_width_ == width_ && (target != self || step.self_offset == 0)) return target;
+    return Slot(kAccSlot, step.target_count * acc_width_);
+  }
+
   Status Reduce(const ExchangeStep& step) {
     int64_t recv_bytes = 0;
     for (const StepRecv& r : step.recvs) recv_bytes += r.count * width_;
     FLOCK_ASSIGN_OR_RETURN(char* slots, Slot(kRecvSlot, recv_bytes));
-    FLOCK_ASSIGN_OR_RETURN(char* acc, Slot(kAccSlot, step.target_count * acc_width_));
-    FLOCK_RETURN_IF_ERROR(Exchange(step, slots, nullptr));
     FLOCK_ASSIGN_OR_RETURN(char* self, Buffer(step.self_from));
+    FLOCK_ASSIGN_OR_RETURN(char* target, Buffer(step.target));
+    FLOCK_ASSIGN_OR_RETURN(char* acc, Accumulator(step, self, target));
+    FLOCK_RETURN_IF_ERROR(Exchange(step, slots, nullptr));
     FLOCK_RETURN_IF_ERROR(gpu_.WeightedStore(acc, self + step.self_offset * width_, dtype_,
                                              step.self_weight, step.target_count));
     char* slot = slots;
@@ -172,8 +182,7 @@ class GpuStepRunner {
           gpu_.WeightedAccumulate(acc + r.offset * acc_width_, slot, dtype_, r.weight, r.count));
       slot += r.count * width_;
     }
-    FLOCK_ASSIGN_OR_RETURN(char* target, Buffer(step.target));
-    return gpu_.StoreAccumulator(target, acc, dtype_, step.target_count);
+    return gpu_.StoreAccumulator(target, acc, dtype_, step.target_count);  // no-op when the same
   }
 
   Status Place(const ExchangeStep& step) {
