@@ -89,6 +89,9 @@ void BindQuestions(py::module_& m) {
         info["device"] = gpu->device();
         info["via_mpi"] = gpu->via_mpi();
         info["staged_bytes"] = gpu->staged_bytes();
+        py::list groups;
+        for (CommGroup group : gpu->communicators()) groups.append(CommGroupName(group));
+        info["communicators"] = groups;
         return info;
       },
       "The GPU backend's device, transport (via_mpi) and bytes staged through host memory; "

@@ -33,10 +33,43 @@ class GroupScope {
   bool open_ = true;
 };
 
+// The communicator a step's transfers take, and a peer's rank in it. The
+// hierarchical op's steps stay on one machine (local reduce-scatter and
+// gather: the machine's communicator) or between the ranks of one local rank
+// (the exchange between machines: the cross communicator); its machines are
+// homogeneous (rank = machine * L + local rank). Other ops use the world's.
+struct StepComm {
+  CommGroup group = CommGroup::kWorld;
+  int local_size = 1;
+  int PeerIn(int world_rank) const {
+    if (group == CommGroup::kLocal) return world_rank % local_size;
+    if (group == CommGroup::kCross) return world_rank / local_size;
+    return world_rank;
+  }
+};
+
+StepComm CommOf(const ExchangeStep& step, bool hierarchical, int me, int local_size) {
+  StepComm comm;
+  comm.local_size = local_size;
+  if (!hierarchical) return comm;
+  bool local = true, cross = true;
+  auto look = [&](int peer) {
+    local = local && peer / local_size == me / local_size;
+    cross = cross && peer % local_size == me % local_size;
+  };
+  for (const StepSend& s : step.sends) look(s.peer);
+  for (const StepRecv& r : step.recvs) look(r.peer);
+  comm.group = local ? CommGroup::kLocal : cross ? CommGroup::kCross : CommGroup::kWorld;
+  return comm;
+}
+
 class GpuStepRunner {
  public:
-  GpuStepRunner(GpuBackend& gpu, const PendingRequest& r)
+  GpuStepRunner(GpuBackend& gpu, const PendingRequest& r, int me, int local_size)
       : gpu_(gpu),
+        hierarchical_(r.op.kind == OpKind::kHierarchicalNeighborAllreduce),
+        me_(me),
+        local_size_(local_size),
         dtype_(r.op.tensor.dtype),
         width_(static_cast<int64_t>(DataTypeSize(dtype_))),
         acc_width_(static_cast<int64_t>(DataTypeSize(AccumulatorType(dtype_)))),
@@ -93,10 +126,12 @@ class GpuStepRunner {
     GroupScope group(gpu_);
     FLOCK_RETURN_IF_ERROR(group.started());
     for (const StepSend& s : step.sends) {
-      FLOCK_RETURN_IF_ERROR(gpu_.Send(input_ + s.offset * width_, s.count * width_, s.peer));
+      FLOCK_RETURN_IF_ERROR(
+          gpu_.Send(input_ + s.offset * width_, s.count * width_, s.peer, CommGroup::kWorld));
     }
     for (size_t i = 0; i < step.recvs.size(); ++i) {
-      FLOCK_RETURN_IF_ERROR(gpu_.Recv(into, counts[i] * width_, step.recvs[i].peer));
+      FLOCK_RETURN_IF_ERROR(
+          gpu_.Recv(into, counts[i] * width_, step.recvs[i].peer, CommGroup::kWorld));
       into += counts[i] * width_;
     }
     FLOCK_RETURN_IF_ERROR(group.End());
@@ -144,14 +179,16 @@ class GpuStepRunner {
   // with slots null, into place in `target`.
   Status Exchange(const ExchangeStep& step, char* slots, char* target) {
     FLOCK_ASSIGN_OR_RETURN(const std::vector<const char*> from, SendSources(step));
+    const StepComm comm = CommOf(step, hierarchical_, me_, local_size_);
     GroupScope group(gpu_);
     FLOCK_RETURN_IF_ERROR(group.started());
     for (size_t i = 0; i < step.sends.size(); ++i) {
-      FLOCK_RETURN_IF_ERROR(gpu_.Send(from[i], step.sends[i].count * width_, step.sends[i].peer));
+      const StepSend& s = step.sends[i];
+      FLOCK_RETURN_IF_ERROR(gpu_.Send(from[i], s.count * width_, comm.PeerIn(s.peer), comm.group));
     }
     for (const StepRecv& r : step.recvs) {
       char* into = slots != nullptr ? slots : target + r.offset * width_;
-      FLOCK_RETURN_IF_ERROR(gpu_.Recv(into, r.count * width_, r.peer));
+      FLOCK_RETURN_IF_ERROR(gpu_.Recv(into, r.count * width_, comm.PeerIn(r.peer), comm.group));
       if (slots != nullptr) slots += r.count * width_;
     }
     return group.End();
@@ -194,6 +231,9 @@ class GpuStepRunner {
   }
 
   GpuBackend& gpu_;
+  const bool hierarchical_;
+  const int me_;
+  const int local_size_;
   const DataType dtype_;
   const int64_t width_;
   const int64_t acc_width_;
@@ -205,15 +245,20 @@ class GpuStepRunner {
 
 }  // namespace
 
-// Every rank runs this at the same point (the op is negotiated): the world's
-// communicator is made first, outside any group, then the buffers, then the
+// Every rank runs this at the same point (the op is negotiated): the
+// communicators are made first, outside any group, then the buffers, then the
 // check, and only then NCCL's transfers.
 Status RunStepsOnGpu(GpuBackend& gpu, Transport& host, const PendingRequest& request,
                      std::shared_ptr<GatheredTensor>* gathered) {
   const OpRequest& op = request.op;
   if (op.steps == nullptr) return Status::Internal("neighbor op '" + op.name + "' has no steps");
-  FLOCK_RETURN_IF_ERROR(gpu.Prepare());
-  GpuStepRunner runner(gpu, request);
+  const bool hierarchical = op.kind == OpKind::kHierarchicalNeighborAllreduce;
+  FLOCK_RETURN_IF_ERROR(gpu.Prepare(CommGroup::kWorld));
+  if (hierarchical) {  // every rank of the job runs the op: each group's members meet here
+    FLOCK_RETURN_IF_ERROR(gpu.Prepare(CommGroup::kLocal));
+    FLOCK_RETURN_IF_ERROR(gpu.Prepare(CommGroup::kCross));
+  }
+  GpuStepRunner runner(gpu, request, host.rank(CommGroup::kWorld), host.size(CommGroup::kLocal));
   const Status ready = runner.Reserve(*op.steps);
   std::vector<int64_t> gather_counts;
   FLOCK_RETURN_IF_ERROR(CheckTransfersAgree(host, op.name, *op.steps, ready, &gather_counts));

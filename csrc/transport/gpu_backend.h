@@ -42,6 +42,7 @@ class GpuBackend : public DataPath {
   // (staged_bytes so far), not NCCL.
   virtual bool via_mpi() const = 0;
   virtual int64_t staged_bytes() const = 0;
+  virtual std::vector<CommGroup> communicators() const = 0;  // made so far
 
   // Caller's thread. An error when `device_index` is not this rank's device.
   virtual Status CheckDevice(int device_index) const = 0;
@@ -60,8 +61,8 @@ class GpuBackend : public DataPath {
   // the thread's current device).
   virtual Status EnterDevice() = 0;
   virtual void LeaveDevice() = 0;
-  // Readies the world's communicator (outside any group); all ranks call it.
-  virtual Status Prepare() = 0;
+  // Readies `group`'s communicator (outside any NCCL group); every member calls it.
+  virtual Status Prepare(CommGroup group) = 0;
   virtual Status WaitReady(const GpuEvent& ready) = 0;
   // DataPath: transport() is NCCL over the host's groups; the copies, the
   // scaling and the fusion buffer are on the device (the stream order keeps
@@ -74,12 +75,12 @@ class GpuBackend : public DataPath {
   // buffer; 1-7 the neighbor ops'), reused from call to call.
   static constexpr int kWorkspaceSlots = 8;
   virtual Result<void*> Workspace(int slot, int64_t bytes) = 0;
-  // Point-to-point on device memory, over the world's ranks: Send/Recv between
-  // GroupStart and GroupEnd are posted together (NCCL's group), so the order
-  // of the calls on the two sides does not matter; all are stream ordered.
+  // Point-to-point on device memory, `peer` a rank of `group`: Send/Recv
+  // between GroupStart and GroupEnd are posted together (NCCL's group), so the
+  // order of the calls on the two sides does not matter; all are stream ordered.
   virtual Status GroupStart() = 0;
-  virtual Status Send(const void* buffer, int64_t bytes, int peer) = 0;
-  virtual Status Recv(void* buffer, int64_t bytes, int peer) = 0;
+  virtual Status Send(const void* buffer, int64_t bytes, int peer, CommGroup group) = 0;
+  virtual Status Recv(void* buffer, int64_t bytes, int peer, CommGroup group) = 0;
   virtual Status GroupEnd() = 0;
   // The weighted-average kernels of common/weighted_kernels.h, on the device.
   virtual Status WeightedStore(void* acc, const void* x, DataType dtype, double w,

@@ -181,8 +181,8 @@ void CudaBackend::LeaveDevice() {
   saved_device_ = -1;
 }
 
-Status CudaBackend::Prepare() {
-  return data_->Prepare(CommGroup::kWorld);
+Status CudaBackend::Prepare(CommGroup group) {
+  return data_->Prepare(group);
 }
 
 Status CudaBackend::WaitReady(const GpuEvent& ready) {

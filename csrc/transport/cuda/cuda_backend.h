@@ -36,6 +36,7 @@ class CudaBackend : public GpuBackend {
   int device() const override { return device_; }
   bool via_mpi() const override { return via_mpi_; }
   int64_t staged_bytes() const override { return data_->staged_bytes(); }
+  std::vector<CommGroup> communicators() const override { return data_->communicators(); }
   Status CheckDevice(int device_index) const override;
   Result<GpuEventPtr> RecordReady(StreamHandle caller_stream) override;
   Status StreamWait(StreamHandle caller_stream, const GpuEvent& done) override;
@@ -45,7 +46,7 @@ class CudaBackend : public GpuBackend {
 
   Status EnterDevice() override;
   void LeaveDevice() override;
-  Status Prepare() override;
+  Status Prepare(CommGroup group) override;
   Status WaitReady(const GpuEvent& ready) override;
   Transport& transport() override { return *data_; }
   Status Copy(void* dst, const void* src, int64_t bytes) override;
@@ -55,11 +56,11 @@ class CudaBackend : public GpuBackend {
   Result<std::shared_ptr<void>> AllocateOutput(int64_t bytes) override;
   Result<void*> Workspace(int slot, int64_t bytes) override;
   Status GroupStart() override { return data_->GroupStart(); }
-  Status Send(const void* buffer, int64_t bytes, int peer) override {
-    return data_->Send(buffer, bytes, peer, 0, CommGroup::kWorld);
+  Status Send(const void* buffer, int64_t bytes, int peer, CommGroup group) override {
+    return data_->Send(buffer, bytes, peer, 0, group);
   }
-  Status Recv(void* buffer, int64_t bytes, int peer) override {
-    return data_->Recv(buffer, bytes, peer, 0, CommGroup::kWorld);
+  Status Recv(void* buffer, int64_t bytes, int peer, CommGroup group) override {
+    return data_->Recv(buffer, bytes, peer, 0, group);
   }
   Status GroupEnd() override { return data_->GroupEnd(); }
   Status WeightedStore(void* acc, const void* x, DataType dtype, double w, int64_t count) override;

@@ -25,6 +25,8 @@ class DeviceTransport : public Transport {
   virtual Status Shutdown() = 0;
   // Bytes moved through host memory so far (0 for a transport that never stages).
   virtual int64_t staged_bytes() const { return 0; }
+  // The groups that have a communicator of their own so far (NCCL's).
+  virtual std::vector<CommGroup> communicators() const { return {}; }
 };
 
 }  // namespace flock

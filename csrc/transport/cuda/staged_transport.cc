@@ -7,8 +7,8 @@
 namespace flock {
 namespace {
 
-// The tag of device point-to-point traffic on the host transport's world
-// group (ops run in the coordinator's order, so pairs match by order).
+// The tag of device point-to-point traffic on the host transport's groups
+// (ops run in the coordinator's order, so pairs match by order).
 constexpr int kStagedTag = 0x6701;
 
 Status HostOnly(const char* what) {
@@ -100,14 +100,13 @@ Status StagedTransport::Allgatherv(const void* send, const std::vector<int64_t>&
   return ToDevice(recv, out, total);
 }
 
-// Device point-to-point is between world ranks (the neighbor ops' peers).
-Status StagedTransport::Send(const void* buffer, int64_t bytes, int dest, int, CommGroup) {
-  group_.push_back({true, const_cast<void*>(buffer), bytes, dest});
+Status StagedTransport::Send(const void* buffer, int64_t bytes, int dest, int, CommGroup group) {
+  group_.push_back({true, const_cast<void*>(buffer), bytes, dest, group});
   return group_depth_ > 0 ? Status::OK() : GroupEnd();
 }
 
-Status StagedTransport::Recv(void* buffer, int64_t bytes, int source, int, CommGroup) {
-  group_.push_back({false, buffer, bytes, source});
+Status StagedTransport::Recv(void* buffer, int64_t bytes, int source, int, CommGroup group) {
+  group_.push_back({false, buffer, bytes, source, group});
   return group_depth_ > 0 ? Status::OK() : GroupEnd();
 }
 
@@ -142,9 +141,9 @@ Status StagedTransport::RunGroup(const std::vector<Transfer>& group) {
   std::vector<TransferId> ids;
   for (size_t i = 0; i < group.size(); ++i) {
     const Transfer& t = group[i];
-    Result<TransferId> id =
-        t.send ? host_.StartSend(slots[i], t.bytes, t.peer, kStagedTag, CommGroup::kWorld)
-               : host_.StartRecv(slots[i], t.bytes, t.peer, kStagedTag, CommGroup::kWorld);
+    Result<TransferId> id = t.send
+                                ? host_.StartSend(slots[i], t.bytes, t.peer, kStagedTag, t.group)
+                                : host_.StartRecv(slots[i], t.bytes, t.peer, kStagedTag, t.group);
     FLOCK_RETURN_IF_ERROR(id.status());
     ids.push_back(id.value());
   }

@@ -59,6 +59,7 @@ class StagedTransport : public DeviceTransport {
     void* device;
     int64_t bytes;
     int peer;
+    CommGroup group;
   };
   // Pinned host memory of at least `bytes` (slot 0: inputs, 1: outputs).
   Result<char*> Pinned(int slot, int64_t bytes);

@@ -199,6 +199,14 @@ Result<bool> NcclTransport::TestTransfer(TransferId) {
   return HostOnly("TestTransfer");
 }
 
+std::vector<CommGroup> NcclTransport::communicators() const {
+  std::vector<CommGroup> made;
+  for (size_t g = 0; g < comms_.size(); ++g) {
+    if (comms_[g] != nullptr) made.push_back(static_cast<CommGroup>(g));
+  }
+  return made;
+}
+
 Status NcclTransport::CheckAsyncErrors() {
   if (!failed_.ok()) return failed_;
   for (ncclComm_t comm : comms_) {

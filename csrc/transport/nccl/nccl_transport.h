@@ -67,6 +67,7 @@ class NcclTransport : public DeviceTransport {
   // The group's communicator, made now if it is not yet (outside any NCCL group).
   Status Prepare(CommGroup group) override { return Comm(group).status(); }
   Status CheckAsyncErrors() override;
+  std::vector<CommGroup> communicators() const override;
   // Flushes and frees the communicators (call with the stream drained).
   Status Shutdown() override;
 

@@ -5,6 +5,8 @@ reference. FAKE_CUDA_DELAY_US delays every stream item, so a missing stream wait
 shows up as stale data.
 """
 
+import os
+
 import numpy as np
 import pytest
 
@@ -121,3 +123,6 @@ def test_hierarchical_on_fake_machines(rank, size, device, stream, local_size):
         expected = nr.hierarchical(every, local_size, machine_w)[rank]
         bound = nr.hierarchical_bound(every, local_size, machine_w)[rank]
         nr.assert_weighted_close(out.numpy(), expected, bound, "float32", "hierarchical on CUDA")
+        if os.environ.get("FLOCK_GPU_VIA_MPI") != "1":  # its own communicators, as NCCL's
+            from flock._core_loader import core
+            assert {"local", "cross"} <= set(core.gpu_info()["communicators"])
