@@ -83,12 +83,10 @@ void Engine::AnnounceShutdown() {
   // Without rank 0, no final answer will come (CheckCoordinatorSilence,
   // EndJob); rank 0, if it still runs, is told anyway.
   control_->AnnounceShutdown({stalled_ranks_.begin(), stalled_ranks_.end()}, coordinator_lost_);
-  if (!coordinator_lost_ || rank_ == 0) return;
-  // MPI_Finalize would wait for a stopped or hung rank 0 forever.
-  EndJob(Status::Aborted("rank " + std::to_string(rank_) + " shuts down after " + RankAndHost(0) +
-                         " stopped answering; the job cannot end normally without it: "
-                         "ending the job"));
-  finished_ = true;  // EndJob returns only under a test transport
+  // A lost rank 0 is among the stalled ranks: MPI_Finalize would wait for it
+  // forever, so CheckShutdownWait ends the job FLOCK_STALL_SHUTDOWN_S from now.
+  // Not at once: other survivors' ops still waiting for rank 0 fail within
+  // that time, and their ranks learn why instead of being ended first.
 }
 
 }  // namespace flock

@@ -61,7 +61,8 @@ TEST(EngineStall, AMissingRankFailsTheOpAfterTheShutdownPeriodNotTheWarningPerio
 
 // Ranks 1 and 2 run engines; rank 0 (the coordinator) never does, as if stopped.
 // Their shutdown cannot complete without it (MPI_Finalize would wait): it ends
-// the job at once instead of waiting.
+// the job after FLOCK_STALL_SHUTDOWN_S (not at once: other survivors' ops still
+// waiting for rank 0 fail meanwhile, and their ranks learn why).
 TEST(EngineStall, RanksWhoseCoordinatorIsSilentFailTheirGlobalOpsAndEndTheJob) {
   testing::ThreadWorld world(3);
   std::vector<std::thread> threads;
@@ -82,8 +83,9 @@ TEST(EngineStall, RanksWhoseCoordinatorIsSilentFailTheirGlobalOpsAndEndTheJob) {
       EXPECT_NE(later.message().find("no answer from rank 0"), std::string::npos);
       const auto stop = std::chrono::steady_clock::now();
       EXPECT_FALSE(transport.aborted());
-      engine.Shutdown();  // no final answer will come: it must not wait for one
-      EXPECT_LT(SecondsSince(stop), 1.0);
+      engine.Shutdown();  // no final answer will come: it waits only the limit
+      EXPECT_GT(SecondsSince(stop), 0.9);
+      EXPECT_LT(SecondsSince(stop), 2.0);
       EXPECT_TRUE(transport.aborted());
     });
   }

@@ -48,9 +48,11 @@ def test_the_module_links_the_real_libraries():
 
 
 def test_nccl_is_built_and_cpu_ops_work():
+    from flock._core_loader import core
     assert bf.nccl_built() is True
     assert bf.allreduce(torch.arange(3.0), average=False).tolist() == [0.0, 1.0, 2.0]
     assert bf.broadcast(torch.ones(2), 0).tolist() == [1.0, 1.0]
+    assert core.gpu_info() is None  # no CUDA tensor yet: CUDA was never initialised
 
 
 def test_a_cuda_tensor_gets_a_clear_error():
@@ -61,5 +63,6 @@ def test_a_cuda_tensor_gets_a_clear_error():
     message = str(raised.value)
     assert "counting the CUDA devices" in message and "driver" in message
     assert "the CPU ops are unaffected" in message
-    # ... and they are.
+    # ... and they are; the failed start is kept (no retry per tensor).
     assert bf.allreduce(torch.ones(2), average=True).tolist() == [1.0, 1.0]
+    assert core.gpu_info() is None
