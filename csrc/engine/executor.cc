@@ -70,9 +70,29 @@ Status AllreduceFused(DataPath& path, Timeline& timeline,
   });
 }
 
+// A CUDA tensor's output in device memory from `gpu`; every rank of the group
+// learns (over `host`) whether every rank has it before any NCCL call, so an
+// allocation that fails on one rank fails the op everywhere instead of
+// leaving the others in NCCL.
+Status AllocateOnDevice(GpuBackend& gpu, Transport& host, const PendingRequest& r,
+                        GatheredTensor& out, int64_t bytes) {
+  Result<std::shared_ptr<void>> made = gpu.AllocateOutput(bytes);
+  int32_t all_made = made.ok() ? 1 : 0;
+  FLOCK_RETURN_IF_ERROR(
+      host.Allreduce(&all_made, &all_made, 1, DataType::kInt32, ReduceOp::kMin, r.op.group));
+  FLOCK_RETURN_IF_ERROR(made.status());
+  if (all_made != 1) {
+    return Status::Aborted("allgather '" + r.op.name +
+                           "': another rank could not allocate its device output");
+  }
+  out.device_data = std::move(made).value();
+  out.device = r.op.tensor.device;
+  return Status::OK();
+}
+
 // `gpu`: the backend that allocates a CUDA tensor's output (null for host tensors).
-Result<std::shared_ptr<GatheredTensor>> Allgather(Transport& t, GpuBackend* gpu, Timeline& timeline,
-                                                  PendingRequest& r,
+Result<std::shared_ptr<GatheredTensor>> Allgather(Transport& t, Transport& host, GpuBackend* gpu,
+                                                  Timeline& timeline, PendingRequest& r,
                                                   const std::vector<int64_t>& first_dims) {
   TensorView in = r.op.tensor;
   if (in.shape.empty()) in.shape = {1};  // a 0-d tensor gathers as one row
@@ -87,8 +107,7 @@ Result<std::shared_ptr<GatheredTensor>> Allgather(Transport& t, GpuBackend* gpu,
   out->dtype = in.dtype;
   out->shape = layout.output_shape;
   if (gpu != nullptr) {
-    FLOCK_ASSIGN_OR_RETURN(out->device_data, gpu->AllocateOutput(layout.total_bytes));
-    out->device = in.device;
+    FLOCK_RETURN_IF_ERROR(AllocateOnDevice(*gpu, host, r, *out, layout.total_bytes));
   } else {
     out->bytes.resize(static_cast<size_t>(layout.total_bytes));
   }
@@ -159,7 +178,8 @@ Status Engine::RunBatch(DataPath& path, const Response& response,
       GpuBackend* gpu = first.op.tensor.device.type == DeviceType::kCUDA
                             ? gpu_.load(std::memory_order_acquire)
                             : nullptr;
-      auto result = Allgather(path.transport(), gpu, timeline_, first, response.first_dims);
+      auto result =
+          Allgather(path.transport(), transport_, gpu, timeline_, first, response.first_dims);
       if (!result.ok()) return result.status();
       *gathered = std::move(result).value();
       return Status::OK();

@@ -78,6 +78,8 @@ class NcclMpi : public ::testing::Test {
     auto gpu = SharedRuntime()->Gpu();
     ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
     gpu_ = gpu.value();
+    // flock leaves the caller's current device alone: the test's buffers go on flock's.
+    ASSERT_EQ(cudaSetDevice(gpu_->device()), cudaSuccess);
     rank_ = SharedRuntime()->rank();
     size_ = SharedRuntime()->size();
   }

@@ -60,10 +60,11 @@ CudaEvent::~CudaEvent() {
 }
 
 Result<std::unique_ptr<GpuBackend>> CudaBackend::Create(Transport& host, int configured_device,
-                                                        int host_local_rank, bool via_mpi) {
+                                                        int host_local_rank, bool via_mpi,
+                                                        int64_t fusion_bytes) {
   FLOCK_ASSIGN_OR_RETURN(const int device, ChooseDevice(configured_device, host_local_rank));
-  FLOCK_CUDA_RETURN_IF_ERROR(cudaSetDevice(device),
-                             "selecting CUDA device " + std::to_string(device));
+  const DeviceGuard guard(device);  // the caller's current device is theirs
+  FLOCK_RETURN_IF_ERROR(guard.status());
   cudaStream_t stream = nullptr;
   FLOCK_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
                              "creating flock's communication stream");
@@ -75,6 +76,15 @@ Result<std::unique_ptr<GpuBackend>> CudaBackend::Create(Transport& host, int con
   }
   auto backend = std::unique_ptr<CudaBackend>(new CudaBackend(device, stream, std::move(data)));
   backend->via_mpi_ = via_mpi;
+  if (fusion_bytes > 0) {
+    const Status reserved = backend->Workspace(0, fusion_bytes).status();
+    if (!reserved.ok()) {
+      return Status(reserved.code(),
+                    reserved.message() +
+                        " (the device fusion buffer: "
+                        "FLOCK_FUSION_THRESHOLD bytes; lower it, or 0 to fuse nothing)");
+    }
+  }
   return std::unique_ptr<GpuBackend>(std::move(backend));
 }
 

@@ -29,8 +29,12 @@ class CudaBackend : public GpuBackend {
  public:
   // `configured_device` < 0: host_local_rank % the number of devices.
   // `via_mpi`: device data over the host transport (StagedTransport), not NCCL.
+  // The device fusion buffer (`fusion_bytes`, FLOCK_FUSION_THRESHOLD) is
+  // allocated here: a fused batch never allocates, so it cannot fail on one
+  // rank alone while the others wait for it in NCCL.
   static Result<std::unique_ptr<GpuBackend>> Create(Transport& host, int configured_device,
-                                                    int host_local_rank, bool via_mpi);
+                                                    int host_local_rank, bool via_mpi,
+                                                    int64_t fusion_bytes);
   ~CudaBackend() override;
 
   int device() const override { return device_; }

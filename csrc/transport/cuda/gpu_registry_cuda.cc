@@ -10,7 +10,8 @@ bool NcclBuilt() {
 
 Result<std::unique_ptr<GpuBackend>> CreateGpuBackend(Transport& host, const Config& config,
                                                      int host_local_rank) {
-  return CudaBackend::Create(host, config.device, host_local_rank, config.gpu_via_mpi);
+  return CudaBackend::Create(host, config.device, host_local_rank, config.gpu_via_mpi,
+                             config.fusion_threshold_bytes);
 }
 
 }  // namespace flock

@@ -117,3 +117,15 @@ def test_init_device_argument_and_flock_device(rank, size):
     finally:
         bf.shutdown()
         bf.init()
+
+
+def test_a_fusion_buffer_too_large_for_the_device_fails_at_the_first_cuda_tensor(
+        rank, size, device, stream):
+    """The device fusion buffer is allocated when the backend is made (a fused batch then
+    never allocates, so it cannot fail on one rank alone inside NCCL)."""
+    with fresh_flock(FLOCK_FUSION_THRESHOLD=str(1 << 40)):  # 1 TiB
+        x = DeviceArray.from_numpy(np.ones(4, np.float32), device, stream)
+        with pytest.raises(flock.errors.FlockError, match="FLOCK_FUSION_THRESHOLD"):
+            ops.synchronize(ops.allreduce_nonblocking(ADAPTER, x, name="too.large"))
+        import torch
+        assert bf.allreduce(torch.ones(2), average=False).tolist() == [float(size)] * 2
