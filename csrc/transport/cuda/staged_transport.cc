@@ -11,16 +11,10 @@ namespace {
 // (ops run in the coordinator's order, so pairs match by order).
 constexpr int kStagedTag = 0x6701;
 
-Status HostOnly(const char* what) {
-  return Status::Internal(
-      std::string(what) +
-      " was called on the staged GPU transport, which carries device data only");
-}
-
 }  // namespace
 
 StagedTransport::StagedTransport(Transport& host, cudaStream_t stream)
-    : host_(host), stream_(stream) {}
+    : DeviceTransport(host), stream_(stream) {}
 
 StagedTransport::~StagedTransport() {
   (void)Shutdown();
@@ -155,26 +149,6 @@ Status StagedTransport::RunGroup(const std::vector<Transfer>& group) {
     if (!group[i].send) FLOCK_RETURN_IF_ERROR(ToDevice(group[i].device, slots[i], group[i].bytes));
   }
   return Status::OK();
-}
-
-Status StagedTransport::PostSend(std::vector<char>, int, int, CommGroup) {
-  return HostOnly("PostSend");
-}
-
-Result<bool> StagedTransport::TryReceive(int, int, CommGroup, int*, std::vector<char>*) {
-  return HostOnly("TryReceive");
-}
-
-Result<TransferId> StagedTransport::StartSend(const void*, int64_t, int, int, CommGroup) {
-  return HostOnly("StartSend");
-}
-
-Result<TransferId> StagedTransport::StartRecv(void*, int64_t, int, int, CommGroup) {
-  return HostOnly("StartRecv");
-}
-
-Result<bool> StagedTransport::TestTransfer(TransferId) {
-  return HostOnly("TestTransfer");
 }
 
 Status StagedTransport::Shutdown() {

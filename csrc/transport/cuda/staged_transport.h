@@ -18,36 +18,18 @@ class StagedTransport : public DeviceTransport {
   StagedTransport(Transport& host, cudaStream_t stream);
   ~StagedTransport() override;
 
-  int rank(CommGroup group) const override { return host_.rank(group); }
-  int size(CommGroup group) const override { return host_.size(group); }
-
   Status Allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op,
                    CommGroup group) override;
   Status Broadcast(void* buffer, int64_t bytes, int root, CommGroup group) override;
   Status Allgather(const void* send, int64_t bytes, void* recv, CommGroup group) override;
   Status Allgatherv(const void* send, const std::vector<int64_t>& recv_bytes, void* recv,
                     CommGroup group) override;
-  Status Barrier(CommGroup group) override { return host_.Barrier(group); }
 
   // Outside a group, a Send or Recv is a group of one.
   Status Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) override;
   Status Recv(void* buffer, int64_t bytes, int source, int tag, CommGroup group) override;
   Status GroupStart() override;
   Status GroupEnd() override;
-
-  Status PostSend(std::vector<char> bytes, int dest, int tag, CommGroup group) override;
-  Result<bool> TryReceive(int source, int tag, CommGroup group, int* from,
-                          std::vector<char>* bytes) override;
-  Result<bool> ProgressSends() override { return true; }
-  Result<TransferId> StartSend(const void* buffer, int64_t bytes, int dest, int tag,
-                               CommGroup group) override;
-  Result<TransferId> StartRecv(void* buffer, int64_t bytes, int source, int tag,
-                               CommGroup group) override;
-  Result<bool> TestTransfer(TransferId id) override;
-
-  void Abort(int code) override { host_.Abort(code); }
-  bool threads_supported() const override { return false; }
-  bool on_this_host(int rank) const override { return host_.on_this_host(rank); }
 
   Status CheckAsyncErrors() override { return Status::OK(); }
   Status Shutdown() override;
@@ -68,7 +50,6 @@ class StagedTransport : public DeviceTransport {
   Status WaitForStream();
   Status RunGroup(const std::vector<Transfer>& group);
 
-  Transport& host_;
   cudaStream_t stream_;
   char* pinned_[2] = {nullptr, nullptr};
   int64_t pinned_bytes_[2] = {0, 0};

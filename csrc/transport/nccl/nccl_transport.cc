@@ -44,15 +44,10 @@ int CommIndex(CommGroup group) {
   return group == CommGroup::kLocal || group == CommGroup::kCross ? static_cast<int>(group) : 0;
 }
 
-Status HostOnly(const char* what) {
-  return Status::Internal(std::string(what) +
-                          " was called on the NCCL transport, which carries device data only");
-}
-
 }  // namespace
 
 NcclTransport::NcclTransport(Transport& host, cudaStream_t stream, int device)
-    : host_(host), stream_(stream), device_(device) {}
+    : DeviceTransport(host), stream_(stream), device_(device) {}
 
 NcclTransport::~NcclTransport() {
   AbortAll();
@@ -177,26 +172,6 @@ Status NcclTransport::GroupStart() {
 
 Status NcclTransport::GroupEnd() {
   return Check(ncclGroupEnd(), "ncclGroupEnd");
-}
-
-Status NcclTransport::PostSend(std::vector<char>, int, int, CommGroup) {
-  return HostOnly("PostSend");
-}
-
-Result<bool> NcclTransport::TryReceive(int, int, CommGroup, int*, std::vector<char>*) {
-  return HostOnly("TryReceive");
-}
-
-Result<TransferId> NcclTransport::StartSend(const void*, int64_t, int, int, CommGroup) {
-  return HostOnly("StartSend");
-}
-
-Result<TransferId> NcclTransport::StartRecv(void*, int64_t, int, int, CommGroup) {
-  return HostOnly("StartRecv");
-}
-
-Result<bool> NcclTransport::TestTransfer(TransferId) {
-  return HostOnly("TestTransfer");
 }
 
 std::vector<CommGroup> NcclTransport::communicators() const {

@@ -27,16 +27,12 @@ class NcclTransport : public DeviceTransport {
   NcclTransport(Transport& host, cudaStream_t stream, int device);
   ~NcclTransport() override;  // aborts communicators Shutdown did not finish
 
-  int rank(CommGroup group) const override { return host_.rank(group); }
-  int size(CommGroup group) const override { return host_.size(group); }
-
   Status Allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op,
                    CommGroup group) override;
   Status Broadcast(void* buffer, int64_t bytes, int root, CommGroup group) override;
   Status Allgather(const void* send, int64_t bytes, void* recv, CommGroup group) override;
   Status Allgatherv(const void* send, const std::vector<int64_t>& recv_bytes, void* recv,
                     CommGroup group) override;
-  Status Barrier(CommGroup group) override { return host_.Barrier(group); }
 
   // Point-to-point, in NCCL's form: Send/Recv queue one transfer each; between
   // GroupStart and GroupEnd they are posted together, so their order on the
@@ -46,26 +42,11 @@ class NcclTransport : public DeviceTransport {
   Status GroupStart() override;
   Status GroupEnd() override;
 
-  // Host-only parts of the interface: control messages never use device memory.
-  Status PostSend(std::vector<char> bytes, int dest, int tag, CommGroup group) override;
-  Result<bool> TryReceive(int source, int tag, CommGroup group, int* from,
-                          std::vector<char>* bytes) override;
-  Result<bool> ProgressSends() override { return true; }
-  Result<TransferId> StartSend(const void* buffer, int64_t bytes, int dest, int tag,
-                               CommGroup group) override;
-  Result<TransferId> StartRecv(void* buffer, int64_t bytes, int source, int tag,
-                               CommGroup group) override;
-  Result<bool> TestTransfer(TransferId id) override;
-
-  void Abort(int code) override { host_.Abort(code); }
-  bool threads_supported() const override { return false; }  // the engine thread only
-  bool on_this_host(int rank) const override { return host_.on_this_host(rank); }
-
+  // The group's communicator, made now if it is not yet (outside any NCCL group).
+  Status Prepare(CommGroup group) override { return Comm(group).status(); }
   // NCCL's asynchronous errors of every communicator made so far; on the first
   // one, every communicator is aborted (which releases their stream work) and
   // the error stays: later calls fail with it.
-  // The group's communicator, made now if it is not yet (outside any NCCL group).
-  Status Prepare(CommGroup group) override { return Comm(group).status(); }
   Status CheckAsyncErrors() override;
   std::vector<CommGroup> communicators() const override;
   // Flushes and frees the communicators (call with the stream drained).
@@ -77,7 +58,6 @@ class NcclTransport : public DeviceTransport {
   Status Check(ncclResult_t result, const std::string& what);
   void AbortAll();
 
-  Transport& host_;
   cudaStream_t stream_;
   int device_;
   std::array<ncclComm_t, kNumCommGroups> comms_{};
