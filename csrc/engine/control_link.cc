@@ -37,6 +37,17 @@ void ControlLink::AnnounceShutdown(const std::vector<int>& stalled, bool coordin
   if (!s.ok() && !coordinator_lost) fail_(s, "telling rank 0 of this rank's shutdown");
 }
 
+void ControlLink::Withdraw(const Withdrawal& withdrawal) {
+  if (coordinator_ != nullptr) {
+    coordinator_->Withdraw(withdrawal);
+    return;
+  }
+  std::vector<char> bytes = EncodeWithdrawal(withdrawal);
+  counters_.control_bytes += static_cast<int64_t>(bytes.size());
+  Status s = transport_.PostSend(std::move(bytes), 0, kWithdrawTag, CommGroup::kControl);
+  if (!s.ok()) fail_(s, "telling rank 0 of a call that cannot run");
+}
+
 Result<bool> ControlLink::Poll(std::vector<Response>* answers) {
   answers->clear();
   if (service_ == nullptr) return PollResponses(answers);

@@ -29,6 +29,8 @@ class ControlLink {
   // them). `coordinator_lost`: rank 0 is told without expecting a final
   // answer, and a failed send is not an error (it may be gone).
   void AnnounceShutdown(const std::vector<int>& stalled, bool coordinator_lost);
+  // Tells rank 0 that a negotiated neighbor op's call cannot run.
+  void Withdraw(const Withdrawal& withdrawal);
   // Fills `answers` with the coordinator's answers; true when anything
   // happened. An answer from rank 0 that cannot be read is returned as an
   // error: the job must end (rank 0 may have scheduled a collective).

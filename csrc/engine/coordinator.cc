@@ -33,21 +33,29 @@ Status Coordinator::AddReady(int rank, const std::vector<ReadyEntry>& entries,
       errors_.push_back(std::move(failed));
       continue;
     }
-    Announce(rank, entry.name, *signature, entry.cache_id != kDoNotCache, now);
+    if (Withdrawn(entry)) continue;  // its rank failed it already (the kWithdrawn response)
+    Announce(rank, entry, *signature, now);
   }
   return Status::OK();
 }
 
-void Coordinator::Announce(int rank, const std::string& name, const OpSignature& signature,
-                           bool cacheable, Clock::time_point now) {
-  auto [it, inserted] = pending_.try_emplace(name);
+bool Coordinator::Withdrawn(const ReadyEntry& entry) const {
+  if (entry.call < 0) return false;
+  auto it = withdrawn_.find(entry.name);
+  return it != withdrawn_.end() && entry.call <= it->second;
+}
+
+void Coordinator::Announce(int rank, const ReadyEntry& entry, const OpSignature& signature,
+                           Clock::time_point now) {
+  const std::string& name = entry.name;
+  auto [it, inserted] = pending_.try_emplace({name, entry.call});
   Pending& p = it->second;
   if (inserted) {
     p.signatures.resize(static_cast<size_t>(size_));
     p.first_seen = now;
   }
   if (!p.signatures[static_cast<size_t>(rank)]) ++p.count;
-  p.cacheable = p.cacheable && cacheable;
+  p.cacheable = p.cacheable && entry.cache_id != kDoNotCache;
   p.signatures[static_cast<size_t>(rank)] = signature;
   if (p.count < size_) return;
   Pending done = std::move(p);
@@ -116,6 +124,24 @@ void Coordinator::AddShutdown(int rank, const std::vector<int>& stalled, Clock::
   if (shut_down_count_ == size_) final_due_ = true;
 }
 
+void Coordinator::Withdraw(const Withdrawal& withdrawal) {
+  if (!stopped_reason_.empty()) return;  // every pending name has failed already
+  auto [latest, first] = withdrawn_.try_emplace(withdrawal.name, withdrawal.call);
+  if (!first) {
+    if (latest->second >= withdrawal.call) return;  // another rank reported it first
+    latest->second = withdrawal.call;
+  }
+  // A rank past the withdrawn call (its part of it ran on the host path) may
+  // have announced its next one already: that one stays.
+  pending_.erase({withdrawal.name, withdrawal.call});
+  Response failed =
+      MakeResponse(ResponseType::kWithdrawn, withdrawal.kind, {withdrawal.match_name});
+  failed.call = withdrawal.call;
+  failed.error = withdrawal.reason;
+  failed.code = StatusCode::kMismatch;
+  errors_.push_back(std::move(failed));
+}
+
 void Coordinator::Break(const std::string& reason) {
   StopCollectives(reason);
 }
@@ -130,8 +156,8 @@ void Coordinator::StopCollectives(const std::string& reason) {
 }
 
 void Coordinator::FailEverythingPending(const std::string& reason) {
-  for (auto& [name, p] : pending_) {
-    Response failed = MakeResponse(ResponseType::kError, OpKind::kAllreduce, {name});
+  for (auto& [key, p] : pending_) {
+    Response failed = MakeResponse(ResponseType::kError, OpKind::kAllreduce, {key.first});
     for (auto& s : p.signatures) {
       if (s) failed.kind = static_cast<OpKind>(s->kind);
     }
@@ -144,11 +170,12 @@ void Coordinator::FailEverythingPending(const std::string& reason) {
 
 std::vector<Stall> Coordinator::FindStalls(Clock::time_point now, double seconds) const {
   std::vector<Stall> stalls;
-  for (const auto& [name, p] : pending_) {
+  for (const auto& [key, p] : pending_) {
     const double age = std::chrono::duration<double>(now - p.first_seen).count();
     if (age < seconds) continue;
     Stall stall;
-    stall.name = name;
+    stall.name = key.first;
+    stall.call = key.second;
     stall.seconds = age;
     for (int r = 0; r < size_; ++r) {
       (p.signatures[static_cast<size_t>(r)] ? stall.ready_ranks : stall.missing_ranks).push_back(r);
@@ -161,7 +188,7 @@ std::vector<Stall> Coordinator::FindStalls(Clock::time_point now, double seconds
 void Coordinator::FailStalled(const std::vector<Stall>& stalls, const std::string& reason) {
   for (const Stall& stall : stalls) {
     for (int r : stall.missing_ranks) stalled_[static_cast<size_t>(r)] = true;
-    auto it = pending_.find(stall.name);
+    auto it = pending_.find({stall.name, stall.call});
     if (it == pending_.end()) continue;
     Response failed = MakeResponse(ResponseType::kError, OpKind::kAllreduce, {stall.name});
     for (auto& s : it->second.signatures) {

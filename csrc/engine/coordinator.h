@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flock/common/status.h"
@@ -29,6 +30,7 @@ using Clock = std::chrono::steady_clock;
 // A name some ranks announced and others did not, for too long.
 struct Stall {
   std::string name;
+  int64_t call = -1;  // a negotiated neighbor op's call (ReadyEntry::call)
   double seconds = 0;
   std::vector<int> ready_ranks;
   std::vector<int> missing_ranks;
@@ -44,6 +46,10 @@ class Coordinator {
   // `stalled`: ranks `rank` saw stall past FLOCK_STALL_SHUTDOWN_S.
   void AddShutdown(int rank, const std::vector<int>& stalled = {},
                    Clock::time_point now = Clock::now());
+  // A rank found that a negotiated neighbor op's call cannot run (a peer runs
+  // it on the host path). Every rank fails that call (a kWithdrawn response),
+  // and its announcements — pending, or still on their way — are dropped.
+  void Withdraw(const Withdrawal& withdrawal);
   // The control plane cannot be trusted any more (a message that cannot be
   // read, a rank that reports one): every pending name fails with `reason` on
   // every rank, and so does every name announced later. Shutdown still works.
@@ -81,8 +87,9 @@ class Coordinator {
     bool cacheable = true;
   };
 
-  void Announce(int rank, const std::string& name, const OpSignature& signature, bool cacheable,
+  void Announce(int rank, const ReadyEntry& entry, const OpSignature& signature,
                 Clock::time_point now);
+  bool Withdrawn(const ReadyEntry& entry) const;
   void Complete(const std::string& name, Pending pending);
   void FailEverythingPending(const std::string& reason);
   void StopCollectives(const std::string& reason);
@@ -90,8 +97,13 @@ class Coordinator {
   int size_;
   int64_t threshold_;
   ResponseCache cache_;
-  std::map<std::string, Pending> pending_;
-  std::vector<Agreed> completed_;  // agreed, awaiting a fusion plan
+  // By name and call: a negotiated neighbor op completes only when every rank
+  // announced the same call of it (ranks may be a call apart after a call
+  // that ran on the host path on some of them; see Withdraw).
+  using PendingKey = std::pair<std::string, int64_t>;
+  std::map<PendingKey, Pending> pending_;
+  std::map<std::string, int64_t> withdrawn_;  // by name: the latest call withdrawn
+  std::vector<Agreed> completed_;             // agreed, awaiting a fusion plan
   std::vector<Response> errors_;
   std::vector<bool> shut_down_;
   std::vector<Clock::time_point> shut_down_at_;

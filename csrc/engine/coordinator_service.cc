@@ -16,7 +16,7 @@ CoordinatorService::CoordinatorService(Transport& transport, Coordinator& coordi
 bool CoordinatorService::Poll(std::vector<Response>* answers) {
   bool did_work = false;
   int from = 0;
-  for (const int tag : {kReadyTag, kShutdownTag}) {
+  for (const int tag : {kReadyTag, kShutdownTag, kWithdrawTag}) {
     while (true) {
       auto got = transport_.TryReceive(-1, tag, CommGroup::kControl, &from, &bytes_);
       if (!got.ok()) {
@@ -42,6 +42,16 @@ void CoordinatorService::Take(int tag, int from, const std::vector<char>& bytes)
                          stalled.status().message() + "); global ops are off");
     }
     coordinator_.AddShutdown(from, stalled.ok() ? stalled.value() : std::vector<int>{});
+    return;
+  }
+  if (tag == kWithdrawTag) {
+    auto withdrawal = DecodeWithdrawal(bytes);
+    if (withdrawal.ok()) {
+      coordinator_.Withdraw(withdrawal.value());
+    } else {
+      coordinator_.Break("rank 0 could not read rank " + std::to_string(from) + "'s withdrawal (" +
+                         withdrawal.status().message() + "); global ops are off");
+    }
     return;
   }
   auto entries = DecodeReady(bytes);

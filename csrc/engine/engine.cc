@@ -43,6 +43,9 @@ Engine::Engine(Transport& transport, const Config& config, std::vector<std::stri
       [this](PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered) {
         finisher_.Finish(request, std::move(status), std::move(gathered));
       });
+  // A CUDA neighbor op's call, however it ended, is no longer one the host
+  // path can meet (NeighborExchange::AddDeviceCall).
+  finisher_.SetDeviceCallEnd([this](const PendingRequest& r) { neighbor_->EndDeviceCall(r); });
   handles_.SetWaitListener([this] {
     RequestFlush();
     wake_.Unpark();
@@ -94,6 +97,7 @@ bool Engine::Step() {
   // start its copy only after ours (measured: docs/performance/neighbor-history.md).
   did_work |= neighbor_->Flush(flush);
   did_work |= neighbor_->Poll();
+  ReportDeviceConflicts();
   did_work |= SendReady();
   did_work |= PollControl();
   CheckStalls();
@@ -130,6 +134,13 @@ bool Engine::DrainQueue() {
     if (!shutting_down_reason_.empty()) {
       finisher_.Finish(request, Status::Aborted(shutting_down_reason_), nullptr);
       continue;
+    }
+    if (IsNeighborOp(request.op.kind)) {
+      Status withdrawn = neighbor_->AddDeviceCall(request);
+      if (!withdrawn.ok()) {  // rank 0 withdrew this call before this rank got to it
+        finisher_.Finish(request, std::move(withdrawn), nullptr);
+        continue;
+      }
     }
     timeline_.Begin(name, "NEGOTIATING");
     negotiator_.Add(std::move(request));

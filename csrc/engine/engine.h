@@ -138,6 +138,8 @@ class Engine {
   // engine_faults.cc: see there.
   void FailTransport(const Status& status, const std::string& doing);
   void EndJob(const Status& why);
+  void ReportDeviceConflicts();
+  void WithdrawCall(const Response& withdrawn);
 
   IdlePlan PlanIdle(bool did_work);
   void Idle(bool did_work);

@@ -145,4 +145,27 @@ std::string Engine::RankAndHost(int rank) const {
   return text;
 }
 
+// Ranks that disagree on the device of a neighbor op's call: those on the
+// host path talk to their peers only, those on the device path wait for rank 0
+// to negotiate it, so neither side could finish. The first device-path rank
+// that hears from a host-path peer reports the call; rank 0 withdraws it.
+void Engine::ReportDeviceConflicts() {
+  for (DeviceConflict& conflict : neighbor_->TakeDeviceConflicts()) {
+    FLOCK_LOG(kDebug, "engine") << conflict.reason;
+    control_->Withdraw({std::move(conflict.name), std::move(conflict.match_name), conflict.call,
+                        conflict.kind, std::move(conflict.reason)});
+  }
+}
+
+// Rank 0's answer: the call fails on every rank, on whichever path it is (or
+// when it is submitted, on a rank that has not got there yet).
+void Engine::WithdrawCall(const Response& withdrawn) {
+  const Status status(withdrawn.code, withdrawn.error);
+  const std::string& match_name = withdrawn.names.front();
+  negotiator_.TakeWithdrawn(match_name, withdrawn.call, [&](PendingRequest& request) {
+    finisher_.Finish(request, status, nullptr);
+  });
+  neighbor_->Withdraw(match_name, withdrawn.call, status);
+}
+
 }  // namespace flock

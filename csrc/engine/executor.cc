@@ -213,6 +213,7 @@ void Engine::Handle(const std::vector<Response>& responses) {
         requests_.StopAccepting("flock has been shut down");
         finished_ = true;
         break;
+      case ResponseType::kWithdrawn: WithdrawCall(response); break;
     }
   }
 }

@@ -11,7 +11,7 @@ Negotiator::Negotiator(double cycle_time_ms)
 
 void Negotiator::Add(PendingRequest request) {
   const std::string& name = request.op.name;
-  ReadyEntry entry{name, -1, MakeSignature(request.op)};
+  ReadyEntry entry{name, kNotCached, MakeSignature(request.op), request.neighbor_call};
   if (request.op.auto_named)
     entry.cache_id = kDoNotCache;
   else if (request.op.kind != OpKind::kAllgather)  // its first dims differ from call to call
@@ -37,6 +37,21 @@ std::vector<ReadyEntry> Negotiator::TakeAnnouncement() {
   std::vector<ReadyEntry> entries;
   entries.swap(unsent_);
   return entries;
+}
+
+void Negotiator::TakeWithdrawn(const std::string& match_name, int64_t call,
+                               const std::function<void(PendingRequest&)>& finish) {
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    const PendingRequest& request = it->second;
+    if (request.neighbor_call != call || NeighborMatchName(request.op) != match_name) continue;
+    finish(it->second);
+    // Still in the fusion window: it must not be announced.
+    unsent_.erase(std::remove_if(unsent_.begin(), unsent_.end(),
+                                 [&](const ReadyEntry& e) { return e.name == it->first; }),
+                  unsent_.end());
+    pending_.erase(it);
+    return;
+  }
 }
 
 PendingRequest* Negotiator::Find(const std::string& name) {

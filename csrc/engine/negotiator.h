@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,6 +41,11 @@ class Negotiator {
   // rank never submitted (a stall, a shutdown) are skipped.
   template <typename Finish>
   void TakeFailed(const Response& error, Finish&& finish);
+
+  // Rank 0 withdrew call `call` of a negotiated neighbor op: this rank's request
+  // for it, if pending, is handed to `finish` and forgotten (never announced).
+  void TakeWithdrawn(const std::string& match_name, int64_t call,
+                     const std::function<void(PendingRequest&)>& finish);
 
   bool empty() const { return pending_.empty(); }
   bool has_unsent() const { return !unsent_.empty(); }

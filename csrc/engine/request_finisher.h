@@ -3,6 +3,7 @@
 // wakes, or holds the wake of, its waiter) and an error counted.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -21,6 +22,11 @@ class RequestFinisher {
                   EngineCounters& counters)
       : timeline_(timeline), requests_(requests), handles_(handles), counters_(counters) {}
 
+  // Called for each request that ends with neighbor_call >= 0 (a CUDA neighbor op).
+  void SetDeviceCallEnd(std::function<void(const PendingRequest&)> on_end) {
+    device_call_end_ = std::move(on_end);
+  }
+
   void Finish(PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered,
               GpuEventPtr done = nullptr);
   // A fused batch: one handle-table lock for all of them.
@@ -33,6 +39,7 @@ class RequestFinisher {
   RequestQueue& requests_;
   HandleTable& handles_;
   EngineCounters& counters_;
+  std::function<void(const PendingRequest&)> device_call_end_;
 };
 
 }  // namespace flock

@@ -5,12 +5,12 @@
 namespace flock {
 namespace {
 
-// The smallest encodings of an entry (name length, cache id) and of a response
-// (type, kind, three counts, error length, code): a count the rest of the
-// message cannot hold is refused before anything is allocated for it.
-constexpr size_t kMinEntryBytes = sizeof(uint32_t) + sizeof(int32_t);
-constexpr size_t kMinResponseBytes =
-    sizeof(ResponseType) + sizeof(OpKind) + 4 * sizeof(uint32_t) + sizeof(StatusCode);
+// The smallest encodings of an entry (name length, cache id, call) and of a
+// response (type, kind, three counts, error length, code, call): a count the
+// rest of the message cannot hold is refused before anything is allocated for it.
+constexpr size_t kMinEntryBytes = sizeof(uint32_t) + sizeof(int32_t) + sizeof(int64_t);
+constexpr size_t kMinResponseBytes = sizeof(ResponseType) + sizeof(OpKind) + 4 * sizeof(uint32_t) +
+                                     sizeof(StatusCode) + sizeof(int64_t);
 
 // What a decoder reports; the caller adds which rank sent the message.
 Status Malformed(const char* message, const std::vector<char>& bytes, const Reader& r,
@@ -30,6 +30,8 @@ Status ReadEntry(Reader& r, ReadyEntry* e) {
   if (e->cache_id < kDoNotCache) {
     return Status::Internal("cache id " + std::to_string(e->cache_id) + " is not valid");
   }
+  if (!r.Get(&e->call)) return Cut("its call number");
+  if (e->call < -1) return Status::Internal("call " + std::to_string(e->call) + " is not valid");
   if (e->cache_id >= 0) return Status::OK();
   if (!r.Get(&e->signature)) return Cut("its signature");
   Status valid = CheckSignature(e->signature);
@@ -47,6 +49,10 @@ Status CheckResponse(const Response& resp) {
   }
   if (resp.type == ResponseType::kError && code == 0) {
     return Status::Internal("an error response has status OK");
+  }
+  if (resp.type == ResponseType::kWithdrawn &&
+      (resp.names.size() != 1 || resp.call < 0 || code == 0 || !IsNeighborOp(resp.kind))) {
+    return Status::Internal("a withdrawal needs one neighbor op, a call >= 0 and an error");
   }
   if (!resp.cache_ids.empty() && resp.cache_ids.size() != resp.names.size()) {
     return Status::Internal(std::to_string(resp.cache_ids.size()) + " cache ids for " +
@@ -68,7 +74,7 @@ Status CheckResponse(const Response& resp) {
 
 Status ReadResponse(Reader& r, Response* resp) {
   if (!r.Get(&resp->type) || !r.Get(&resp->kind)) return Cut("its type or op");
-  if (resp->type > ResponseType::kFinal) {
+  if (resp->type > ResponseType::kWithdrawn) {
     return Status::Internal("type " + std::to_string(static_cast<int>(resp->type)) +
                             " is not valid");
   }
@@ -86,6 +92,7 @@ Status ReadResponse(Reader& r, Response* resp) {
     return Cut("its cache ids or first dims");
   }
   if (!r.GetString(&resp->error) || !r.Get(&resp->code)) return Cut("its error");
+  if (!r.Get(&resp->call)) return Cut("its call number");
   return CheckResponse(*resp);
 }
 
@@ -97,6 +104,7 @@ std::vector<char> EncodeReady(const std::vector<ReadyEntry>& entries) {
   for (const ReadyEntry& e : entries) {
     w.PutString(e.name);
     w.Put(e.cache_id);
+    w.Put(e.call);
     if (e.cache_id < 0) w.Put(e.signature);
   }
   return w.Take();
@@ -135,6 +143,7 @@ std::vector<char> EncodeResponses(const std::vector<Response>& responses) {
     w.PutVector(resp.first_dims);
     w.PutString(resp.error);
     w.Put(resp.code);
+    w.Put(resp.call);
   }
   return w.Take();
 }
@@ -184,6 +193,35 @@ Result<std::vector<int>> DecodeShutdown(const std::vector<char>& bytes, int size
     }
   }
   return std::vector<int>(ranks.begin(), ranks.end());
+}
+
+std::vector<char> EncodeWithdrawal(const Withdrawal& withdrawal) {
+  Writer w;
+  w.PutString(withdrawal.name);
+  w.PutString(withdrawal.match_name);
+  w.Put(withdrawal.call);
+  w.Put(withdrawal.kind);
+  w.PutString(withdrawal.reason);
+  return w.Take();
+}
+
+Result<Withdrawal> DecodeWithdrawal(const std::vector<char>& bytes) {
+  Reader r(bytes);
+  Withdrawal w;
+  if (!r.GetString(&w.name) || !r.GetString(&w.match_name) || !r.Get(&w.call) || !r.Get(&w.kind) ||
+      !r.GetString(&w.reason)) {
+    return Malformed("withdrawal", bytes, r, "a field is cut off");
+  }
+  if (!r.done()) {
+    return Malformed("withdrawal", bytes, r,
+                     std::to_string(r.remaining()) + " bytes after the end");
+  }
+  if (!IsOpKind(static_cast<int64_t>(w.kind)) || !IsNeighborOp(w.kind) || w.call < 0 ||
+      w.name.empty() || w.match_name.empty() || w.reason.empty()) {
+    return Malformed("withdrawal", bytes, r,
+                     "it needs a neighbor op, a call >= 0, two names and a reason");
+  }
+  return w;
 }
 
 }  // namespace flock

@@ -24,6 +24,7 @@ namespace flock {
 constexpr int kReadyTag = 1;     // announcements, to rank 0
 constexpr int kResponseTag = 2;  // rank 0's answers
 constexpr int kShutdownTag = 3;  // a rank's shutdown, to rank 0
+constexpr int kWithdrawTag = 4;  // a call that cannot run (Withdrawal), to rank 0
 
 // ReadyEntry::cache_id when it names no cached signature: not (yet) cached,
 // or an auto-named request the coordinator must not cache.
@@ -34,6 +35,9 @@ struct ReadyEntry {
   std::string name;
   int32_t cache_id = kNotCached;  // >= 0: the cached signature, `signature` unused
   OpSignature signature;
+  // A negotiated neighbor op (CUDA tensors): which call of its match name it is,
+  // numbered as NeighborExchange numbers every rank's calls; else -1.
+  int64_t call = -1;
 };
 
 enum class ResponseType : uint8_t {
@@ -41,6 +45,7 @@ enum class ResponseType : uint8_t {
   kError = 1,
   kShuttingDown = 2,  // a rank shut down: fail pending and later requests
   kFinal = 3,         // every rank shut down: the engine threads may exit
+  kWithdrawn = 4,     // a neighbor op's call fails on every rank (Coordinator::Withdraw)
 };
 
 struct Response {
@@ -51,6 +56,17 @@ struct Response {
   std::vector<int64_t> first_dims;    // allgather: each rank's dim 0, per name, rank-major
   std::string error;                  // kError / kShuttingDown
   StatusCode code = StatusCode::kOk;  // kError: Mismatch, Aborted, ...
+  int64_t call = -1;                  // kWithdrawn: which call of names[0] (a match name)
+};
+
+// A rank's report that call `call` of a negotiated neighbor op cannot run:
+// a peer runs that call on the host path (its tensor is on another device).
+struct Withdrawal {
+  std::string name;        // as announced to rank 0
+  std::string match_name;  // NeighborExchange's name for the op's calls
+  int64_t call = 0;
+  OpKind kind = OpKind::kNeighborAllreduce;
+  std::string reason;  // the error every rank gets
 };
 
 inline Response MakeResponse(ResponseType type, OpKind kind = OpKind::kAllreduce,
@@ -75,5 +91,8 @@ Result<std::vector<Response>> DecodeResponses(const std::vector<char>& bytes);
 // empty bytes: none. Each rank must be in [0, size).
 std::vector<char> EncodeShutdown(const std::vector<int>& stalled_ranks);
 Result<std::vector<int>> DecodeShutdown(const std::vector<char>& bytes, int size);
+// A withdrawal names a neighbor op kind, a call >= 0, both names and a reason.
+std::vector<char> EncodeWithdrawal(const Withdrawal& withdrawal);
+Result<Withdrawal> DecodeWithdrawal(const std::vector<char>& bytes);
 
 }  // namespace flock

@@ -5,19 +5,12 @@
 
 #include "flock/common/logging.h"
 #include "flock/common/weighted_kernels.h"
+#include "flock/neighbor/op_steps.h"
 
 namespace flock {
 namespace {
 
 constexpr int kControlTag = 1;
-
-// The step suffixes a call of `kind` goes through (a rejected call tells its
-// peers about each, so none of its steps is waited for).
-std::vector<std::string> StepSuffixes(OpKind kind) {
-  if (kind == OpKind::kHierarchicalNeighborAllreduce)
-    return {"/local-reduce", "/machines", "/local-gather"};
-  return {""};
-}
 
 }  // namespace
 
@@ -30,6 +23,7 @@ NeighborExchange::NeighborExchange(Transport& transport, Options options, Engine
       counters_(counters),
       timeline_(timeline),
       finish_(std::move(finish)),
+      device_calls_(rank_),
       outbox_(options_.message_limit_bytes, options_.cycle_time_ms) {}
 
 std::string NeighborExchange::Key(const std::string& match_name, int64_t seq) {
@@ -44,8 +38,15 @@ void NeighborExchange::Add(PendingRequest request) {
   auto call = std::make_shared<Call>();
   call->request = std::move(request);
   const OpRequest& op = call->request.op;
-  call->match_name = op.auto_named ? std::string(OpKindName(op.kind)) + ".*" : op.name;
+  call->match_name = NeighborMatchName(op);
   call->seq = call_numbers_[call->match_name]++;
+  Status withdrawn = device_calls_.TakeOwed(call->match_name, call->seq);
+  if (!withdrawn.ok()) {  // every peer got the same answer from rank 0: nothing to tell
+    call->status = withdrawn;
+    MarkCallDone(call->match_name, call->seq, op.kind);
+    FinishCall(*call);
+    return;
+  }
 
   if (!op.local_status.ok() || op.steps == nullptr) {
     call->status =
@@ -359,6 +360,10 @@ void NeighborExchange::Route(int from, NeighborEntry entry,
   auto it = steps_.find(key);
   if (it != steps_.end()) {
     Deliver(it->second, from, entry);
+    return;
+  }
+  if (!device_calls_.empty() && device_calls_.Intercept(key, from)) {
+    if (entry.type == NeighborEntryType::kData && entry.lane_tag >= 0) DrainLane(from, entry);
     return;
   }
   if (departed_) {  // a call this rank will not make; the sender reads the goodbye

@@ -37,7 +37,8 @@
 //
 // Files: neighbor_exchange.cc (calls, steps, sending, completion),
 // neighbor_delivery.cc (what arrives), neighbor_departure.cc (failed pairs,
-// stalls, shutdown), mailbox.cc (early arrivals, stale check).
+// stalls, shutdown), neighbor_devices.cc (calls on the device path, ranks
+// that disagree on the device), mailbox.cc (early arrivals, stale check).
 #pragma once
 
 #include <chrono>
@@ -53,6 +54,7 @@
 #include "flock/common/counters.h"
 #include "flock/common/status.h"
 #include "flock/common/timeline.h"
+#include "flock/neighbor/device_calls.h"
 #include "flock/neighbor/mailbox.h"
 #include "flock/neighbor/neighbor_wire.h"
 #include "flock/neighbor/outbox.h"
@@ -89,6 +91,19 @@ class NeighborExchange {
 
   // Takes a neighbor-op request (its op.steps say what to do).
   void Add(PendingRequest request);
+  // A neighbor op this rank runs on the device path (negotiated: engine.cc):
+  // numbered like the host path's calls (sets request.neighbor_call), so a
+  // peer's host-path entry for it is seen as a device conflict. An error when
+  // rank 0 withdrew that call before this rank got to it.
+  Status AddDeviceCall(PendingRequest& request);
+  // That call ended (ran or failed): what arrives for it later is stale.
+  void EndDeviceCall(const PendingRequest& request);
+  // Device calls whose peers run them on the host path, to report to rank 0.
+  std::vector<DeviceConflict> TakeDeviceConflicts() { return device_calls_.TakeConflicts(); }
+  // Rank 0 withdrew call `call` of `match_name` (ranks disagree on its device):
+  // a host-path call fails its open pairs with `status` (every peer got the
+  // same answer); a call not reached yet fails when it is submitted.
+  void Withdraw(const std::string& match_name, int64_t call, const Status& status);
   // Receives control messages, progresses transfers, completes steps and calls.
   bool Poll();
   // Sends the outboxes when due (or now, with `force`); true when it sent.
@@ -213,6 +228,8 @@ class NeighborExchange {
   bool on_this_host(int peer) const;
   void QueueReject(int peer, const std::string& match_name, int64_t seq, const Status& status);
   void DrainLane(int from, const NeighborEntry& entry);
+  // The steps of call `seq` of `match_name` will not run here: later arrivals are stale.
+  void MarkCallDone(const std::string& match_name, int64_t seq, OpKind kind);
   // Starts the next queued lane into the step's scratch buffer, if it is free.
   void StartNextLane(Step& step);
   // The lane in the scratch buffer: landed? Added, or waiting for the sum's own lane.
@@ -246,6 +263,7 @@ class NeighborExchange {
   std::vector<Step*> moving_;
   std::vector<Step*> polling_;  // ProgressMoving's snapshot of moving_ (empty between passes)
   std::unordered_map<std::string, int64_t> call_numbers_;  // next seq per call match name
+  DeviceCalls device_calls_;  // this rank's calls on the device path (neighbor_devices.cc)
   Mailbox mailbox_;
   Outbox outbox_;
   std::vector<Discard> discards_;

@@ -2,6 +2,12 @@
 
 namespace flock {
 
+std::vector<std::string> StepSuffixes(OpKind kind) {
+  if (kind == OpKind::kHierarchicalNeighborAllreduce)
+    return {"/local-reduce", "/machines", "/local-gather"};
+  return {""};
+}
+
 int64_t SliceBegin(int64_t count, int parts, int j) {
   return count * j / parts;
 }

@@ -18,12 +18,18 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "flock/neighbor/neighbor_plan.h"
 #include "flock/requests/exchange_step.h"
+#include "flock/requests/op_signature.h"
 
 namespace flock {
+
+// The step suffixes a call of `kind` goes through (a rejected call tells its
+// peers about each, so none of its steps is waited for).
+std::vector<std::string> StepSuffixes(OpKind kind);
 
 // Slice j of `count` elements cut in `parts`: [SliceBegin(j), SliceBegin(j+1)).
 int64_t SliceBegin(int64_t count, int parts, int j);

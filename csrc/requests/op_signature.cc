@@ -86,6 +86,10 @@ const char* OpKindName(OpKind kind) {
   return "unknown op";
 }
 
+std::string NeighborMatchName(const OpRequest& request) {
+  return request.auto_named ? std::string(OpKindName(request.kind)) + ".*" : request.name;
+}
+
 bool IsOpKind(int64_t value) {
   return value >= static_cast<int64_t>(OpKind::kAllreduce) &&
          value <= static_cast<int64_t>(OpKind::kHierarchicalNeighborAllreduce);

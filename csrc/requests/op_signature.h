@@ -90,6 +90,10 @@ inline OpRequest MakeRequest(OpKind kind, std::string name, const TensorView& te
 
 OpSignature MakeSignature(const OpRequest& request);
 
+// How a neighbor op's calls meet their peers' (NeighborExchange): by name, or
+// for unnamed calls by "<op>.*" and the number of earlier unnamed calls.
+std::string NeighborMatchName(const OpRequest& request);
+
 // A signature received from another rank: OK when every field holds a value
 // MakeSignature can produce (known op, dtype, reduction, device and group,
 // dims >= 0 and 0 past ndim, a byte size that fits int64); else names the

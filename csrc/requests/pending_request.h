@@ -30,6 +30,9 @@ struct PendingRequest {
   HandleId handle = 0;
   OpRequest op;       // kind, name, input, reduction, root, group, local rejection
   TensorView output;  // where the result goes (may be the input); unused by allgathers
+  // A negotiated neighbor op (CUDA tensors): which call of its match name it
+  // is (NeighborExchange::AddDeviceCall); else -1.
+  int64_t neighbor_call = -1;
   std::chrono::steady_clock::time_point submitted;
 };
 

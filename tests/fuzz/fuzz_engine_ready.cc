@@ -2,7 +2,8 @@
 // another rank (engine/wire.h DecodeReady), then what the coordinator does
 // with it: compare it with a second rank's announcement, plan fusion, assign
 // cache ids and encode the responses every rank decodes. The same bytes as a
-// shutdown message (DecodeShutdown: the ranks its sender saw stall).
+// shutdown message (DecodeShutdown: the ranks its sender saw stall) and as a
+// withdrawal (DecodeWithdrawal), which the coordinator then applies.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -54,6 +55,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                      "decode then encode changed the shutdown");
   } else {
     FLOCK_FUZZ_CHECK(!stalled.status().message().empty(), "refusal without a message");
+  }
+  Result<Withdrawal> withdrawal = DecodeWithdrawal(bytes);
+  if (withdrawal.ok()) {
+    FLOCK_FUZZ_CHECK(EncodeWithdrawal(withdrawal.value()) == bytes,
+                     "decode then encode changed the withdrawal");
+    Coordinator coordinator(2, 1 << 20, 16);
+    coordinator.Withdraw(withdrawal.value());
+    FLOCK_FUZZ_CHECK(DecodeResponses(EncodeResponses(coordinator.TakeResponses())).ok(),
+                     "the coordinator's withdrawal must decode");
+  } else {
+    FLOCK_FUZZ_CHECK(!withdrawal.status().message().empty(), "refusal without a message");
   }
   Result<std::vector<ReadyEntry>> entries = DecodeReady(bytes);
   if (!entries.ok()) {

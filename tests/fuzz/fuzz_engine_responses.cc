@@ -54,6 +54,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         // Handle(): the requests named fail with this status.
         FLOCK_FUZZ_CHECK(!Status(response.code, response.error).ok(), "an error that is OK");
         break;
+      case ResponseType::kWithdrawn:  // WithdrawCall(): one neighbor op's call fails
+        FLOCK_FUZZ_CHECK(response.names.size() == 1 && response.call >= 0 &&
+                             IsNeighborOp(response.kind) &&
+                             !Status(response.code, response.error).ok(),
+                         "a withdrawal the engine cannot apply");
+        break;
       case ResponseType::kShuttingDown:
       case ResponseType::kFinal: break;
     }

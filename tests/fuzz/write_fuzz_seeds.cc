@@ -58,6 +58,12 @@ void WriteEngineSeeds() {
   Write("engine_ready", "every_op", EncodeReady(entries));
   Write("engine_ready", "cached", EncodeReady({{"grad.0", 0, {}}, {"grad.1", 3, {}}, entries[2]}));
   Write("engine_ready", "empty", EncodeReady({}));
+  // A CUDA neighbor op's announcement (its call number) and a withdrawal of it.
+  Write("engine_ready", "neighbor_call",
+        EncodeReady({{"mix", kNotCached,
+                      Signature(OpKind::kNeighborAllreduce, DataType::kFloat32, {5}, "mix"), 3}}));
+  Write("engine_ready", "withdrawal",
+        EncodeWithdrawal({"mix", "mix", 3, OpKind::kNeighborAllreduce, "ranks disagree"}));
 
   // What a real coordinator answers two ranks: fused executes with cache ids,
   // the allgather with each rank's rows, a mismatch error, then shutdown.
@@ -74,6 +80,10 @@ void WriteEngineSeeds() {
   coordinator.AddShutdown(1);
   coordinator.AddShutdown(0);
   Write("engine_responses", "shutdown", EncodeResponses(coordinator.TakeResponses()));
+
+  Coordinator neighbor(2, 1 << 20, 16);
+  neighbor.Withdraw({"mix", "mix", 3, OpKind::kNeighborAllreduce, "ranks disagree"});
+  Write("engine_responses", "withdrawn", EncodeResponses(neighbor.TakeResponses()));
 }
 
 void WriteNeighborSeeds() {
