@@ -52,7 +52,9 @@ ALLOWED_INCLUDES["requests"] = _on("transport")
 ALLOWED_INCLUDES["collectives"] = _on("requests")
 # neighbor_plan builds a call's plan from the topology's Graph, a bottom layer.
 ALLOWED_INCLUDES["neighbor"] = _on("requests", "topology")
-ALLOWED_INCLUDES["engine"] = _on("neighbor", "collectives")
+# window: a window's slots, locks and messages, served by the engine thread.
+ALLOWED_INCLUDES["window"] = _on("requests")
+ALLOWED_INCLUDES["engine"] = _on("neighbor", "collectives", "window")
 ALLOWED_INCLUDES["runtime"] = _on("engine")
 ALLOWED_INCLUDES["bindings"] = _on("runtime")
 

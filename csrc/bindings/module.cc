@@ -10,6 +10,7 @@ void BindCollectives(pybind11::module_& m);
 void BindNeighborOps(pybind11::module_& m);
 void BindOutputPool(pybind11::module_& m);
 void BindTopology(pybind11::module_& m);
+void BindWindows(pybind11::module_& m);
 }  // namespace flock
 
 PYBIND11_MODULE(_core, m) {
@@ -20,4 +21,5 @@ PYBIND11_MODULE(_core, m) {
   flock::BindNeighborOps(m);
   flock::BindOutputPool(m);
   flock::BindTopology(m);
+  flock::BindWindows(m);
 }

@@ -43,6 +43,11 @@ Engine::Engine(Transport& transport, const Config& config, std::vector<std::stri
       [this](PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered) {
         finisher_.Finish(request, std::move(status), std::move(gathered));
       });
+  windows_ =
+      std::make_unique<WindowService>(transport, window_table_, config.neighbor_inline_bytes,
+                                      counters_, [this](PendingRequest& request, Status status) {
+                                        finisher_.Finish(request, std::move(status), nullptr);
+                                      });
   // A CUDA neighbor op's call, however it ended, is no longer one the host
   // path can meet (NeighborExchange::AddDeviceCall).
   finisher_.SetDeviceCallEnd([this](const PendingRequest& r) { neighbor_->EndDeviceCall(r); });
@@ -54,6 +59,13 @@ Engine::Engine(Transport& transport, const Config& config, std::vector<std::stri
 
 void Engine::RequestFlush() {
   requests_.RequestFlush();
+}
+
+std::function<void()> Engine::WindowNotifier() {
+  return [this] {
+    windows_->NoteGrants();
+    wake_.Unpark();
+  };
 }
 
 Engine::~Engine() {
@@ -98,6 +110,7 @@ bool Engine::Step() {
   did_work |= neighbor_->Flush(flush);
   did_work |= neighbor_->Poll();
   ReportDeviceConflicts();
+  did_work |= windows_->Poll();
   did_work |= SendReady();
   did_work |= PollControl();
   CheckStalls();
@@ -107,6 +120,8 @@ bool Engine::Step() {
   if (!progressed.ok()) FailTransport(progressed.status(), "sending control messages");
   Status neighbor_transport = neighbor_->TakeTransportFailure();
   if (!neighbor_transport.ok()) FailTransport(neighbor_transport, "neighbour messages");
+  Status window_transport = windows_->TakeTransportFailure();
+  if (!window_transport.ok()) FailTransport(window_transport, "window messages");
   return did_work;
 }
 
@@ -122,6 +137,10 @@ bool Engine::DrainQueue() {
     timeline_.Begin(name, OpKindName(request.op.kind), request.submitted);
     timeline_.Begin(name, "QUEUED", request.submitted);
     timeline_.End(name);
+    if (IsWindowOp(request.op.kind)) {  // one-sided: served by the peers' engine threads
+      windows_->Add(std::move(request));
+      continue;
+    }
     // CUDA tensors' neighbor ops are negotiated like global ops: NCCL matches
     // sends and receives by the order of the calls, so every rank runs them in
     // the coordinator's order (transport/gpu_backend.h).

@@ -64,6 +64,8 @@
 #include "flock/transport/data_path.h"
 #include "flock/transport/gpu_backend.h"
 #include "flock/transport/transport.h"
+#include "flock/window/window_service.h"
+#include "flock/window/window_table.h"
 
 namespace flock {
 
@@ -100,6 +102,10 @@ class Engine {
   const EngineCounters& counters() const { return counters_; }
   // The neighbor ops' pool of scratch buffers (thread-safe).
   BufferPool& scratch_pool() { return neighbor_->scratch_pool(); }
+  // This rank's windows (thread-safe), served by the engine thread.
+  WindowTable& windows() { return window_table_; }
+  // For a window's slot locks: a slot was let go of (any thread).
+  std::function<void()> WindowNotifier();
   // The GPU backend, once the runtime has made it (at the first CUDA tensor,
   // before that tensor's request is submitted).
   void SetGpuBackend(GpuBackend* gpu) { gpu_.store(gpu, std::memory_order_release); }
@@ -177,6 +183,8 @@ class Engine {
   std::unique_ptr<ControlLink> control_;        // to and from the coordinator
   std::vector<Response> answers_;               // reused by PollControl
   std::unique_ptr<NeighborExchange> neighbor_;  // neighbor ops: no coordinator
+  WindowTable window_table_;
+  std::unique_ptr<WindowService> windows_;  // window ops: no coordinator either
   Clock::time_point last_neighbor_stall_check_;
   bool shutdown_announced_ = false;
   Clock::time_point shutdown_announced_at_;

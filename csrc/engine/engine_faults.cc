@@ -136,6 +136,7 @@ void Engine::EndJob(const Status& why) {
   coordinator_lost_ = true;  // a shutdown will not wait for rank 0's final answer
   FailAllPending(why);
   neighbor_->Abandon(why.message());
+  windows_->Abandon(why.message());
   transport_.Abort(1);  // does not return under MPI
 }
 

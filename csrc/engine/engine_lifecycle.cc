@@ -64,6 +64,7 @@ void Engine::Run() {
     }
     neighbor_->Abandon("flock was shut down before this call's transfers finished");
   }
+  windows_->Abandon("flock was shut down before this window op finished");
   // Nothing may wait for a handle this thread will never complete.
   handles_.FailAllPending(Status::Aborted("flock has been shut down"));
   // Deliver what is still posted (e.g. the last responses) before the

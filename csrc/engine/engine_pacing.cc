@@ -97,7 +97,8 @@ IdlePlan Engine::PlanIdle(bool did_work) {
   v.size = size_;
   v.rank = rank_;
   v.awaiting_response = negotiator_.awaiting_response();
-  v.neighbor_busy = neighbor_->busy();
+  v.neighbor_busy = neighbor_->busy() || windows_->busy();
+  v.windows_open = windows_->open();
   v.neighbor_unsent = neighbor_->has_unsent();
   v.coordinating = coordinator_ && coordinator_->pending_names() > 0;
   v.requests_pending = !negotiator_.empty();

@@ -191,7 +191,12 @@ Status Engine::RunBatch(DataPath& path, const Response& response,
     case OpKind::kNeighborAllreduce:
     case OpKind::kNeighborAllgather:
     case OpKind::kHierarchicalNeighborAllreduce:
-      break;  // never negotiated: NeighborExchange runs them (engine.cc routes them there)
+    case OpKind::kWinPut:
+    case OpKind::kWinAccumulate:
+    case OpKind::kWinGet:
+    case OpKind::kWinLock:
+    case OpKind::kWinUnlock:
+      break;  // never negotiated: NeighborExchange and WindowService run them (engine.cc)
   }
   return Status::Internal("a neighbor op reached the global executor");
 }

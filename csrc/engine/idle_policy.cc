@@ -63,8 +63,10 @@ IdlePlan PlanForQuiet(const IdleView& v, const IdleState& state) {
     if (v.neighbor_unsent) deadline = std::min(deadline, v.neighbor_flush_deadline);
     return IdlePlan::Sleep(deadline, /*gathering=*/true);
   }
-  const bool must_poll =
-      v.size > 1 && (v.rank == 0 || v.requests_pending || v.neighbor_busy || v.shutdown_announced);
+  // While windows exist, other ranks' puts and gets are served without this
+  // rank's threads: a message arriving after W is seen within ~W/8 (at most 1 ms).
+  const bool must_poll = v.size > 1 && (v.rank == 0 || v.requests_pending || v.neighbor_busy ||
+                                        v.shutdown_announced || v.windows_open);
   // Nothing in flight. Still look for neighbours' messages now and then: a
   // rank whose call ended must answer a late topology-check notice.
   if (!must_poll) return IdlePlan::Sleep(v.now + kIdlePollInterval);

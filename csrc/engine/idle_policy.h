@@ -36,7 +36,8 @@ struct IdleView {
   int size = 1;
   int rank = 0;
   bool awaiting_response = false;  // announced global requests without an answer
-  bool neighbor_busy = false;      // neighbour steps in flight
+  bool neighbor_busy = false;      // neighbour steps (or window ops) in flight
+  bool windows_open = false;       // windows exist: other ranks may put or get any time
   bool neighbor_unsent = false;    // neighbour entries in the outbox
   bool coordinating = false;       // rank 0: other ranks' announcements pending
   bool requests_pending = false;   // global requests in flight, announced or not

@@ -82,6 +82,11 @@ const char* OpKindName(OpKind kind) {
     case OpKind::kNeighborAllreduce: return "neighbor_allreduce";
     case OpKind::kNeighborAllgather: return "neighbor_allgather";
     case OpKind::kHierarchicalNeighborAllreduce: return "hierarchical_neighbor_allreduce";
+    case OpKind::kWinPut: return "win_put";
+    case OpKind::kWinAccumulate: return "win_accumulate";
+    case OpKind::kWinGet: return "win_get";
+    case OpKind::kWinLock: return "win_mutex";
+    case OpKind::kWinUnlock: return "win_mutex release";
   }
   return "unknown op";
 }

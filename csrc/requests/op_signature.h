@@ -19,6 +19,7 @@
 #include "flock/common/status.h"
 #include "flock/common/tensor_view.h"
 #include "flock/requests/exchange_step.h"
+#include "flock/requests/window_call.h"
 #include "flock/transport/gpu_backend.h"
 #include "flock/transport/transport.h"
 
@@ -32,10 +33,19 @@ enum class OpKind : int64_t {
   kNeighborAllreduce = 5,  // neighbor ops bypass the coordinator (see neighbor/)
   kNeighborAllgather = 6,
   kHierarchicalNeighborAllreduce = 7,
+  // Window ops (window/): one-sided, never negotiated, never announced.
+  kWinPut = 8,
+  kWinAccumulate = 9,
+  kWinGet = 10,
+  kWinLock = 11,    // win_mutex on other ranks: their slots for this rank, in rank order
+  kWinUnlock = 12,  // ... and their release
 };
 inline bool IsNeighborOp(OpKind kind) {
   return kind == OpKind::kNeighborAllreduce || kind == OpKind::kNeighborAllgather ||
          kind == OpKind::kHierarchicalNeighborAllreduce;
+}
+inline bool IsWindowOp(OpKind kind) {
+  return kind >= OpKind::kWinPut && kind <= OpKind::kWinUnlock;
 }
 // Ops whose ranks may differ in dim 0 (the gathers); their signatures are not
 // cached, as they differ between ranks.
@@ -73,6 +83,8 @@ struct OpRequest {
   // the call was rejected here, the ranks to tell so they do not wait.
   std::shared_ptr<const std::vector<ExchangeStep>> steps;
   std::vector<int> notify_on_reject;
+  // Window ops: the window, peers and weights (requests/window_call.h).
+  std::shared_ptr<const WindowCall> window;
   // Matched by the number of earlier unnamed calls of this op, not by name.
   bool auto_named = false;
   // CUDA tensors: where the caller's stream was when it submitted (the inputs

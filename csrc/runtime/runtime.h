@@ -3,6 +3,7 @@
 // The Python bindings hold the only pointer to it.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,10 @@ class Runtime {
     return gpu_.get();
   }
 
+  // turn_on/off_win_ops_with_associated_p: push-sum weights travel with window data.
+  bool win_ops_with_p() const { return win_ops_with_p_.load(); }
+  void set_win_ops_with_p(bool on) { win_ops_with_p_.store(on); }
+
   // A deterministic name for an unnamed request: "<op>.<n>" for the n-th of that op.
   std::string AutoName(const std::string& op);
 
@@ -94,6 +99,7 @@ class Runtime {
   Status gpu_failure_;
   MachineLayout machine_;
   std::map<std::string, long long> auto_name_counters_;
+  std::atomic<bool> win_ops_with_p_{false};
   mutable std::mutex topology_mutex_;
   std::shared_ptr<const topology::Graph> topology_;
   std::shared_ptr<const topology::Graph> machine_topology_;

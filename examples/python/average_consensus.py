@@ -11,7 +11,9 @@ neighbor_allreduce(x_i) over the --virtual-topology (or, with
 error max_i |x_i - mean| / (initial spread) at a few iterations with the rate at
 which it shrinks, set by the topology's spectral gap. --save-plot-file draws it
 (--plot-interactive also shows it). --asynchronous-mode is Bluefog's push-sum over
-window ops: flock raises its "not supported yet" error there.
+window ops (push_sum.py): no rank waits for another (--slow-rank makes one slower),
+every rank prints its error after its iterations, and the plot shows each rank's
+error against time.
 """
 
 import argparse
@@ -22,6 +24,7 @@ import flock.torch as bf
 from flock import topology as tu
 
 from example_support import print_line
+from push_sum import gather_curves, plot_curves, push_sum
 from optional_extras import pyplot_or_none
 
 # name -> (topology for n ranks, is_weighted). Bluefog's names and meanings first
@@ -49,7 +52,10 @@ def parse_args(argv=None):
     p.add_argument("--max-iters", "--iterations", type=int, default=200)
     p.add_argument("--virtual-topology", choices=list(VIRTUAL_TOPOLOGIES), default="expo2")
     p.add_argument("--asynchronous-mode", action="store_true",
-                   help="push-sum over window ops (not supported by flock yet)")
+                   help="push-sum over window ops: no rank waits for another")
+    p.add_argument("--slow-rank", type=int, default=-1,
+                   help="asynchronous mode: this rank sleeps --slow-delay each iteration")
+    p.add_argument("--slow-delay", type=float, default=0.002, help="seconds")
     p.add_argument("--no-cuda", action="store_true", help="accepted; flock runs on CPU here")
     p.add_argument("--enable-dynamic-topology", "--dynamic", action="store_true",
                    help="one neighbour per iteration")
@@ -126,7 +132,7 @@ def main(argv=None):
                     generator=torch.Generator().manual_seed(args.seed * bf.rank()))
     mean = bf.allreduce(x, name="consensus.mean")  # what every rank should reach
     if args.asynchronous_mode:
-        bf.win_create(x, name="x", zero_init=True)  # push-sum: raises "not supported yet"
+        return asynchronous(args, x, mean)
     spread0 = max(bf.allreduce(torch.tensor([float((x - mean).norm())]), op="max",
                                name="consensus.spread").item(), 1e-300)
     errors = []
@@ -145,6 +151,21 @@ def main(argv=None):
             plot(args, errors, label)
     bf.shutdown()
     return errors
+
+
+def asynchronous(args, x, mean):
+    times, errors, estimate = push_sum(x, mean, args.max_iters, args.slow_rank, args.slow_delay)
+    print_line("push-sum: {} iterations in {:.3f} s, error {:.3e}, after the last collect "
+               "{:.3e}".format(len(errors), times[-1] if times else 0.0,
+                               errors[-1] if errors else 0.0,
+                               float((estimate - mean).norm() / mean.norm())))
+    curves = gather_curves(times, errors)
+    if bf.rank() == 0 and (args.save_plot_file or args.plot_interactive):
+        plt = pyplot_or_none("plot", interactive=args.plot_interactive)
+        if plt is not None:
+            plot_curves(curves, args.save_plot_file or "average_consensus_plot.png", plt)
+    bf.shutdown()
+    return [max(c[1][-1] for c in curves)]
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ topology in force: ``flock.topology.as_graph(load_topology())``.
 
 import hashlib
 import sys
+import warnings
 
 import numpy as np
 
@@ -53,6 +54,9 @@ def set_topology(topology=None, is_weighted=False):
     if topology is None:
         topology = ExponentialGraph(size)
     graph, error = _prepare("set_topology", topology, is_weighted, size, "size()")
+    kept = _kept_for_windows("set_topology", "rank", graph)
+    if kept is not None:
+        return kept
     _agree("set_topology", graph, error)
     core.install_topology(graph._g)
     _remember("rank", graph, topology)
@@ -94,6 +98,9 @@ def set_machine_topology(topology, is_weighted=False):
     else:
         graph, error = _prepare("set_machine_topology", topology, is_weighted, machines,
                                 "machine_size()")
+    kept = _kept_for_windows("set_machine_topology", "machine", graph)
+    if kept is not None:
+        return kept
     _agree("set_machine_topology", graph, error)
     core.install_machine_topology(graph._g)
     _remember("machine", graph, topology)
@@ -103,6 +110,22 @@ def set_machine_topology(topology, is_weighted=False):
 def load_machine_topology():
     """The machine topology as a networkx DiGraph equal to what was set (a copy), or None."""
     return _load("machine", core.machine_topology_graph())
+
+
+def _kept_for_windows(what, kind, graph):
+    """While windows exist (their slots follow the topology of their creation) the
+    topology stays: True if ``graph`` is the one in force, else False with a warning
+    (Bluefog's behaviour); None when no window exists. Windows are created and freed
+    on every rank alike, so every rank answers the same without talking."""
+    names = core.win_names()
+    if not names:
+        return None
+    installed = _given.get(kind, (None, None))[0]
+    if graph is not None and installed == core.topology.to_json_string(graph._g):
+        return True
+    warnings.warn("{} kept the {} topology in force: windows {} exist (win_free them first)"
+                  .format(what, kind, ", ".join(repr(n) for n in names)), stacklevel=3)
+    return False
 
 
 def _remember(kind, graph, given):

@@ -52,7 +52,10 @@ def init(topology_fn=None, is_weighted=False, device=None):
 
 
 def shutdown():
-    """Releases flock's communicators; ``init()`` may be called again afterwards."""
+    """Releases flock's communicators (and every window); ``init()`` may be called again
+    afterwards."""
+    from flock import _windows
+    _windows.free_all_before_shutdown()
     core.shutdown()
 
 
