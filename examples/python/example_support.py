@@ -8,7 +8,7 @@ import flock.torch as bf
 from flock import topology as tu
 
 # Bluefog's --dist-optimizer values, plus flock's "empty" (no communication). "win_put"
-# builds DistributedWinPutOptimizer, which raises flock's "not supported yet" error.
+# builds DistributedWinPutOptimizer (asynchronous: window ops, docs/windows.md).
 DIST_OPTIMIZERS = ["neighbor_allreduce", "hierarchical_neighbor_allreduce", "allreduce",
                    "gradient_allreduce", "empty", "win_put"]
 

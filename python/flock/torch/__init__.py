@@ -4,6 +4,5 @@ from flock._common_exports import *  # noqa: F401,F403  (init, rank, set_topolog
 from flock.torch.ops import *  # noqa: F401,F403  (allreduce, neighbor_allreduce, ...)
 from flock.torch.optim import *  # noqa: F401,F403  (Distributed*Optimizer, CommunicationType)
 from flock.torch.windows import *  # noqa: F401,F403  (win_put, win_get, push-sum, ...)
-from flock.torch._windows_pending import *  # noqa: F401,F403  (window optimizers: not yet)
 from flock.torch.utility import (allreduce_parameters, broadcast_object,  # noqa: F401
                                  broadcast_optimizer_state, broadcast_parameters)

@@ -32,7 +32,8 @@ TEST(WindowWire, MessagesRoundTripWithInlinePayloads) {
   m.with_p = true;
   m.p = 0.25;
   m.require_mutex = true;
-  auto decoded = DecodeWindowMessage(Bytes(EncodeWindowMessage(m)));
+  auto bytes = Bytes(EncodeWindowMessage(m));  // the inline payload points into it
+  auto decoded = DecodeWindowMessage(bytes);
   ASSERT_TRUE(decoded.ok()) << decoded.status().message();
   const WindowMessage& d = decoded.value();
   EXPECT_EQ(d.type, WindowMessageType::kAccumulate);

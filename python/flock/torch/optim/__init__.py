@@ -10,6 +10,7 @@ from flock.torch.optim._base import wrap
 from flock.torch.optim._combine import (AdaptThenCombineMixin, AdaptWithCombineMixin,
                                         CommunicationType)
 from flock.torch.optim._gradient_allreduce import GradientAllreduceMixin
+from flock.torch.optim._windows import PullGetMixin, PushSumMixin, WinPutMixin
 
 
 def DistributedGradientAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1):
@@ -60,7 +61,30 @@ def DistributedAllreduceOptimizer(optimizer, model=None, num_steps_per_communica
         optimizer, model, CommunicationType.allreduce, num_steps_per_communication)
 
 
-__all__ = ["CommunicationType", "DistributedGradientAllreduceOptimizer",
+def DistributedWinPutOptimizer(optimizer, model=None, num_steps_per_communication=1,
+                               window_prefix=None):
+    """Asynchronous: each step puts the parameters into the out-neighbours' windows and
+    averages them with the latest values the in-neighbours put; no rank waits for
+    another. ``optimizer.dst_weights`` may change every step (docs/windows.md)."""
+    return wrap(optimizer, WinPutMixin, model, num_steps_per_communication, window_prefix)
+
+
+def DistributedPullGetOptimizer(optimizer, model=None, num_steps_per_communication=1,
+                                window_prefix=None):
+    """Asynchronous: each step fetches the in-neighbours' current parameters
+    (``optimizer.src_weights``) and averages with them."""
+    return wrap(optimizer, PullGetMixin, model, num_steps_per_communication, window_prefix)
+
+
+def DistributedPushSumOptimizer(optimizer, model=None, num_steps_per_communication=1,
+                                window_prefix=None):
+    """Push-sum: (parameter·weight, weight) shares accumulate into the out-neighbours'
+    windows (``dst_weights``, ``self_weight``); works on directed graphs."""
+    return wrap(optimizer, PushSumMixin, model, num_steps_per_communication, window_prefix)
+
+
+__all__ = ["CommunicationType", "DistributedWinPutOptimizer", "DistributedPullGetOptimizer",
+           "DistributedPushSumOptimizer", "DistributedGradientAllreduceOptimizer",
            "DistributedAdaptWithCombineOptimizer", "DistributedAdaptThenCombineOptimizer",
            "DistributedNeighborAllreduceOptimizer",
            "DistributedHierarchicalNeighborAllreduceOptimizer", "DistributedAllreduceOptimizer"]
