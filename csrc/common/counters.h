@@ -28,6 +28,9 @@ struct EngineCounters {
   std::atomic<int64_t> neighbor_entries{0};   // tensors (data entries) those messages carried
   std::atomic<int64_t> neighbor_lanes{0};     // tensors sent as their own data message
   std::atomic<int64_t> neighbor_bytes{0};     // tensor bytes sent to neighbours
+  std::atomic<int64_t> window_ops{0};     // this rank's window ops (put, accumulate, get, mutex)
+  std::atomic<int64_t> window_bytes{0};   // tensor bytes sent by window ops (and get replies)
+  std::atomic<int64_t> window_served{0};  // other ranks' window messages served here
 
   std::map<std::string, int64_t> Snapshot() const {
     return {{"requests", requests},
@@ -48,7 +51,10 @@ struct EngineCounters {
             {"neighbor_messages", neighbor_messages},
             {"neighbor_entries", neighbor_entries},
             {"neighbor_lanes", neighbor_lanes},
-            {"neighbor_bytes", neighbor_bytes}};
+            {"neighbor_bytes", neighbor_bytes},
+            {"window_ops", window_ops},
+            {"window_bytes", window_bytes},
+            {"window_served", window_served}};
   }
 };
 

@@ -43,11 +43,11 @@ Engine::Engine(Transport& transport, const Config& config, std::vector<std::stri
       [this](PendingRequest& request, Status status, std::shared_ptr<GatheredTensor> gathered) {
         finisher_.Finish(request, std::move(status), std::move(gathered));
       });
-  windows_ =
-      std::make_unique<WindowService>(transport, window_table_, config.neighbor_inline_bytes,
-                                      counters_, [this](PendingRequest& request, Status status) {
-                                        finisher_.Finish(request, std::move(status), nullptr);
-                                      });
+  windows_ = std::make_unique<WindowService>(
+      transport, window_table_, config.neighbor_inline_bytes, counters_, timeline_,
+      [this](PendingRequest& request, Status status) {
+        finisher_.Finish(request, std::move(status), nullptr);
+      });
   // A CUDA neighbor op's call, however it ended, is no longer one the host
   // path can meet (NeighborExchange::AddDeviceCall).
   finisher_.SetDeviceCallEnd([this](const PendingRequest& r) { neighbor_->EndDeviceCall(r); });

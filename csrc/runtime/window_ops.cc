@@ -43,7 +43,9 @@ OpRequest WindowRequest(Runtime& runtime, OpKind kind, const std::string& name,
                         std::shared_ptr<WindowCall> call) {
   OpRequest op;
   op.kind = kind;
-  op.name = runtime.AutoName(OpKindName(kind));  // unique: several may be in flight per window
+  // "win_put.<window>.<n>": unique (several may be in flight per window), and readable
+  // as a timeline row.
+  op.name = runtime.AutoName(std::string(OpKindName(kind)) + "." + name);
   op.auto_named = true;
   call->window = name;
   op.window = std::move(call);

@@ -20,9 +20,9 @@ int64_t Hash(const std::string& text) {
 }
 
 int64_t ShapeHash(const std::vector<int64_t>& shape) {
-  int64_t h = 1469598103934665603LL;
-  for (int64_t d : shape) h = (h ^ d) * 1099511628211LL;
-  return h & 0x7fffffffffffffffLL;
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a over the dims (unsigned: wraps by design)
+  for (int64_t d : shape) h = (h ^ static_cast<uint64_t>(d)) * 1099511628211ULL;
+  return static_cast<int64_t>(h & 0x7fffffffffffffffULL);
 }
 
 // Every rank's row, in rank order.

@@ -9,18 +9,22 @@
 namespace flock {
 
 WindowService::WindowService(Transport& transport, WindowTable& table, int64_t inline_limit_bytes,
-                             EngineCounters& counters, FinishFn finish)
+                             EngineCounters& counters, Timeline& timeline, FinishFn finish)
     : transport_(transport),
       table_(table),
       inline_limit_(inline_limit_bytes),
       rank_(transport.rank(CommGroup::kNeighbor)),
       counters_(counters),
+      timeline_(timeline),
       finish_(std::move(finish)) {}
 
 void WindowService::Add(PendingRequest request) {
   const int64_t id = next_op_++;
   Op& op = ops_[id];
   op.request = std::move(request);
+  ++counters_.window_ops;
+  // The op's span (begun at intake) gets its phase: until every peer answered.
+  timeline_.Begin(op.request.op.name, "COMMUNICATE");
   const WindowCall& call = *op.request.op.window;
   op.window = table_.Find(call.window);
   if (op.window == nullptr) {
@@ -109,6 +113,7 @@ void WindowService::SendPayloadTo(int peer, WindowMessage header, const char* da
                                   std::shared_ptr<Window> window, WindowBuffer buffer,
                                   int unlock_slot) {
   const bool lane = header.payload_bytes > inline_limit_;
+  counters_.window_bytes += header.payload_bytes;
   if (!lane) {
     header.payload = data;
     Send(peer, header);
@@ -189,6 +194,7 @@ void WindowService::TryFinish(int64_t id) {
                                        "': " + status.message());
   PendingRequest request = std::move(op.request);
   ops_.erase(it);
+  timeline_.End(request.op.name);  // the phase; the finisher ends the op's span
   finish_(request, std::move(status));
 }
 
@@ -200,7 +206,10 @@ void WindowService::Send(int peer, const WindowMessage& m) {
 }
 
 void WindowService::Abandon(const std::string& reason) {
-  for (auto& [id, op] : ops_) finish_(op.request, Status::Aborted(reason));
+  for (auto& [id, op] : ops_) {
+    timeline_.End(op.request.op.name);
+    finish_(op.request, Status::Aborted(reason));
+  }
   ops_.clear();
   deferred_.clear();
 }

@@ -39,7 +39,7 @@ class WindowService {
   static constexpr int kLaneTagRange = 2500;
 
   WindowService(Transport& transport, WindowTable& table, int64_t inline_limit_bytes,
-                EngineCounters& counters, FinishFn finish);
+                EngineCounters& counters, Timeline& timeline, FinishFn finish);
 
   // A window op of this rank (kWinPut, kWinAccumulate, kWinGet, kWinLock, kWinUnlock).
   void Add(PendingRequest request);
@@ -123,6 +123,7 @@ class WindowService {
   const int64_t inline_limit_;
   const int rank_;
   EngineCounters& counters_;
+  Timeline& timeline_;
   FinishFn finish_;
   std::map<int64_t, Op> ops_;  // by op id
   int64_t next_op_ = 1;

@@ -12,6 +12,9 @@ namespace flock {
 
 void WindowService::Serve(int from, WindowMessage m,
                           const std::shared_ptr<const std::vector<char>>& bytes) {
+  if (m.type != WindowMessageType::kAck && m.type != WindowMessageType::kGrant &&
+      m.type != WindowMessageType::kGetReply)
+    ++counters_.window_served;
   switch (m.type) {
     case WindowMessageType::kPut:
     case WindowMessageType::kAccumulate: OnPayload(from, m, bytes); break;

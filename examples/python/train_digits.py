@@ -12,6 +12,8 @@ models close by the chosen communication:
   neighbor_allreduce               parameters averaged with the in-neighbours of the
                                    topology (--topology; --dynamic: one peer per step)
   hierarchical_neighbor_allreduce  machine means averaged with neighbour machines
+  win_put, pull_get, push_sum      asynchronous gossip over window ops: no rank waits for
+                                   another (digits_async.py; --slow-rank, --step-ms)
 
 --atc switches the decentralized optimizers from adapt-with-combine to
 adapt-then-combine. Every epoch reports the training loss, the test accuracy of
@@ -33,12 +35,13 @@ import torch.nn.functional as F
 import flock.torch as bf
 from flock import topology as tu
 
-from example_support import DynamicTopology, make_dist_optimizer  # beside this script
+from digits_async import WINDOW_OPTIMIZERS, train_async  # beside this script
+from example_support import DynamicTopology, make_dist_optimizer
 from optional_extras import progress_bar, pyplot_or_none
 from topology_choices import TOPOLOGIES
 
 OPTIMIZERS = ["gradient_allreduce", "allreduce", "neighbor_allreduce",
-              "hierarchical_neighbor_allreduce"]
+              "hierarchical_neighbor_allreduce"] + list(WINDOW_OPTIMIZERS)
 
 
 def parse_args(argv=None):
@@ -56,6 +59,10 @@ def parse_args(argv=None):
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--plot", metavar="PNG", help="write accuracy/loss/consensus curves here")
+    p.add_argument("--step-ms", type=float, default=0.0,
+                   help="emulated compute per step (sleep), every rank")
+    p.add_argument("--slow-rank", type=int, default=-1,
+                   help="this rank's emulated compute takes twice --step-ms")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     return p.parse_args(argv)
 
@@ -125,6 +132,11 @@ def train(args):
 
     model = make_model(args.hidden, args.seed)
     bf.broadcast_parameters(model.state_dict(), root_rank=0)
+    if args.dist_optimizer in WINDOW_OPTIMIZERS:
+        result = train_async(args, model, (x_local, y_local, x_test, y_test), evaluate,
+                             averaged_model_accuracy)
+        bf.shutdown()
+        return result
     optimizer = make_optimizer(args, model)
     dynamic = DynamicTopology(args.dist_optimizer) if args.dynamic else None
     generator = torch.Generator().manual_seed(args.seed * 1000 + rank)

@@ -126,3 +126,42 @@ def test_pending_ops_complete_in_any_order():
                                               name=names[k])
     for k in range(len(names)):
         assert torch.all(bf.synchronize(handles[k]) == float(k))
+
+
+@pytest.mark.parametrize("shape", [(7,), LARGE])
+def test_window_put_and_update_across_hosts(shape):
+    size, rank = bf.size(), bf.rank()
+    topology = tu.ExponentialTwoGraph(size)
+    assert bf.set_topology(topology)
+    inputs = _inputs(14, "float64", shape)
+    x = to_torch(inputs[rank], "float64").clone()
+    name = "cluster.win.{}".format(shape[0])
+    assert bf.win_create(x, name, zero_init=True)
+    try:
+        bf.win_put(x, name)
+        bf.barrier()
+        got = bf.win_update(name)
+        w = nr.static_mixing(topology, weighted=False)
+        nr.assert_weighted_close(got.numpy(), nr.mixed(w, inputs, rank),
+                                 nr.mixed_bound(w, inputs, rank), "float64", "window")
+    finally:
+        bf.win_free(name)
+
+
+def test_window_put_to_a_busy_host_completes_without_it():
+    """Rank 0 (host h1) computes for 1.5 s without calling flock; puts to it from other
+    hosts still complete, served by its engine thread over TCP."""
+    import time
+    rank = bf.rank()
+    assert bf.set_topology(tu.FullyConnectedGraph(bf.size()))
+    x = torch.full((1 << 18,), float(rank), dtype=torch.float64)  # 2 MiB: a lane
+    assert bf.win_create(x, "cluster.busy")
+    bf.barrier()
+    if rank == 0:
+        time.sleep(1.5)
+    elif rank >= RANKS_PER_HOST:  # another host
+        start = time.monotonic()
+        bf.win_put(x, "cluster.busy", dst_weights={0: 1.0})
+        assert time.monotonic() - start < 1.0
+    bf.barrier()
+    bf.win_free("cluster.busy")

@@ -344,3 +344,30 @@ def test_a_thread_can_update_while_the_engine_applies(rank, window):
     assert_close(out, sum(allowed) if ins() else np.zeros(1000))
     assert not errors
     del x
+
+
+def test_timeline_and_counters_show_window_ops(rank, size, window):
+    import json
+    import os
+    x = window()
+    before = bf.engine_counters()
+    path = "/tmp/flock-test-window-timeline-np{}.json".format(size)
+    bf.timeline_start(path)
+    bf.win_put(x, "w")
+    bf.win_get("w")
+    bf.barrier()
+    bf.timeline_stop()
+    after = bf.engine_counters()
+    assert after["window_ops"] - before["window_ops"] == 2
+    # Sent: the put to each out-neighbour, and the reply to each out-neighbour's get.
+    assert after["window_bytes"] - before["window_bytes"] == 2 * x.numel() * 8 * len(outs())
+    assert after["window_served"] - before["window_served"] == len(ins()) + len(outs())
+    rank_path = path.replace(".json", ".rank{}.json".format(rank))
+    with open(rank_path) as f:
+        events = json.load(f)
+    os.remove(rank_path)
+    rows = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert any(r.startswith("win_put.w.") for r in rows), rows
+    assert any(r.startswith("win_get.w.") for r in rows), rows
+    phases = {e["name"] for e in events if e["ph"] == "B"}
+    assert {"win_put", "win_get", "QUEUED", "COMMUNICATE"} <= phases, phases

@@ -92,6 +92,19 @@ def test_pytorch_benchmark_win_put_runs_asynchronously():
     assert re.search(r"^Total img/sec on 2 CPU\(s\): [\d.]+ \+-[\d.]+$", out, re.M), out
 
 
+def test_train_digits_asynchronous_win_put_with_a_slow_rank():
+    # No collective between steps: every rank reports its own pace and accuracy.
+    out = run_example(4, "train_digits.py", "--dist-optimizer", "win_put", "--slow-rank", "3",
+                      "--step-ms", "2", "--epochs", "6", "--no-progress")
+    rates = dict((int(r), float(v)) for r, v in re.findall(
+        r"^  rank (\d)(?: \(slow\))?: ([\d.]+) steps/s, final test accuracy", out, re.M))
+    accuracies = floats(r"steps/s, final test accuracy ([\d.]+)%$", out)
+    assert sorted(rates) == [0, 1, 2, 3] and "rank 3 (slow)" in out, out
+    assert min(accuracies) > 85, out
+    averaged = floats(r"^  averaged model test accuracy: ([\d.]+)%$", out)
+    assert averaged and averaged[0] > 85, out
+
+
 # --- average_consensus.py ------------------------------------------------------------------
 
 def test_average_consensus_shrinks_at_the_rate_of_the_topology(tmp_path):
