@@ -178,6 +178,8 @@ bool Engine::SendReady() {
     flush_now_ = false;
     return false;
   }
+  // Window puts applied everywhere first: "win_put, barrier(), win_update" sees them.
+  if (!windows_->fenced()) return false;
   // flush_now_ was read together with the queue swap, so everything submitted
   // before a thread started waiting goes out in this one message.
   if (!negotiator_.AnnounceDue(flush_now_, Clock::now())) return false;  // gather more for fusion

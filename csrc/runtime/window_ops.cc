@@ -67,6 +67,7 @@ Result<OpRequest> MakeWinPut(Runtime& runtime, OpKind kind, const TensorView& te
         ") does not match the window (" + DataTypeName(window->dtype()) + ", " +
         std::to_string(window->count()) + " elements on cpu)");
   }
+  FLOCK_RETURN_IF_ERROR(window->TakeLateError());
   auto call = std::make_shared<WindowCall>();
   call->peers = dst ? *dst : AllWithWeightOne(window->out_neighbors());
   FLOCK_RETURN_IF_ERROR(CheckPeers(op_name, *window, call->peers, /*outgoing=*/true));

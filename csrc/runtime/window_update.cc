@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "flock/common/reduce_kernels.h"
 #include "flock/common/weighted_kernels.h"
 #include "flock/runtime/windows.h"
 #include "flock/topology/graph.h"
@@ -37,6 +38,20 @@ Result<std::pair<double, WeightList>> ResolveWeights(Runtime& runtime, const Win
   return std::make_pair(uniform, weights);
 }
 
+// acc = self_weight·self (+ w_0·slot_0) in one pass. The kernels take restrict
+// pointers, so an update in place (acc is the own value) scales it or blends into it.
+Status Start(void* acc, const void* self, double self_weight, const WeightList& weights,
+             const Window::Snapshot& snapshot, DataType dtype, int64_t n) {
+  const bool in_place = acc == self;
+  if (weights.empty()) {
+    return in_place ? ScaleInPlace(acc, n, dtype, self_weight)
+                    : WeightedStore(acc, self, dtype, self_weight, n);
+  }
+  const void* first = snapshot.data[0]->data();
+  if (in_place) return WeightedBlend(acc, self_weight, first, weights[0].second, dtype, n);
+  return WeightedPair(acc, self, self_weight, first, weights[0].second, dtype, n);
+}
+
 // out = self_weight·self + Σ w_j·data_j, in float32 for half types.
 Status Combine(const Window& window, double self_weight, const WeightList& weights,
                const Window::Snapshot& snapshot, const TensorView& out, BufferPool& pool) {
@@ -50,8 +65,8 @@ Status Combine(const Window& window, double self_weight, const WeightList& weigh
     scratch = pool.Acquire(static_cast<size_t>(n) * DataTypeSize(AccumulatorType(dtype)));
     acc = scratch.data();
   }
-  FLOCK_RETURN_IF_ERROR(WeightedStore(acc, window.self().data, dtype, self_weight, n));
-  for (size_t i = 0; i < weights.size(); ++i)
+  FLOCK_RETURN_IF_ERROR(Start(acc, window.self().data, self_weight, weights, snapshot, dtype, n));
+  for (size_t i = 1; i < weights.size(); ++i)
     FLOCK_RETURN_IF_ERROR(
         WeightedAccumulate(acc, snapshot.data[i]->data(), dtype, weights[i].second, n));
   if (!direct) FLOCK_RETURN_IF_ERROR(StoreAccumulator(out.data, acc, dtype, n));

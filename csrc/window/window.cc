@@ -111,4 +111,16 @@ void Window::set_p_self(double p) {
   p_self_ = p;
 }
 
+void Window::NoteLateError(const Status& error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (late_error_.ok()) late_error_ = error;
+}
+
+Status Window::TakeLateError() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Status error = late_error_;
+  late_error_ = Status::OK();
+  return error;
+}
+
 }  // namespace flock

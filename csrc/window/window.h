@@ -76,6 +76,10 @@ class Window {
   std::map<int, int64_t> Versions() const;
   double p_self() const;
   void set_p_self(double p);
+  // A destination refused a put or accumulate that had completed already: the
+  // next one of this rank on the window fails with it (TakeLateError).
+  void NoteLateError(const Status& error);
+  Status TakeLateError();
 
  private:
   int SlotIndex(int rank) const;
@@ -91,6 +95,7 @@ class Window {
   std::vector<int64_t> versions_;
   std::vector<double> p_;
   double p_self_ = 1.0;
+  Status late_error_;
 };
 
 }  // namespace flock

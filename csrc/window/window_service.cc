@@ -77,7 +77,11 @@ void WindowService::StartPut(Op& op, int64_t id) {
       if (!s.ok()) op.status = s;
       data = scaled->data();
     }
-    ++op.answers_due;
+    // The op completes once its data is sent; the destination's acknowledgement
+    // only fences later global ops (fenced()) and reports a refusal late.
+    Unacked& unacked = unacked_[id];
+    unacked.window = op.window;
+    ++unacked.acks_due;
     SendPayloadTo(peer, std::move(m), data, id, op.window, std::move(scaled), -1);
   }
 }
@@ -137,6 +141,18 @@ void WindowService::SendPayloadTo(int peer, WindowMessage header, const char* da
   servings_.push_back(std::move(serving));
   auto it = ops_.find(op);
   if (it != ops_.end()) ++it->second.sends_due;
+}
+
+void WindowService::OnAck(int from, const WindowMessage& m) {
+  auto it = unacked_.find(m.op);
+  if (it == unacked_.end()) return;
+  if (m.code != StatusCode::kOk) {
+    const Status refused(m.code, "rank " + std::to_string(from) + " refused an earlier " +
+                                     "put or accumulate: " + m.error);
+    FLOCK_LOG(kWarning, "window") << "window '" << m.window << "': " << refused.message();
+    it->second.window->NoteLateError(refused);
+  }
+  if (--it->second.acks_due == 0) unacked_.erase(it);
 }
 
 void WindowService::OnAnswer(int from, const WindowMessage& m) {
@@ -212,6 +228,7 @@ void WindowService::Abandon(const std::string& reason) {
   }
   ops_.clear();
   deferred_.clear();
+  unacked_.clear();
 }
 
 Status WindowService::TakeTransportFailure() {

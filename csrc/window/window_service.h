@@ -46,7 +46,13 @@ class WindowService {
   // Receives, applies, answers, progresses lanes; true when anything happened.
   bool Poll();
   // Ops of this rank or transfers in flight.
-  bool busy() const { return !ops_.empty() || !landings_.empty() || !servings_.empty(); }
+  bool busy() const {
+    return !ops_.empty() || !landings_.empty() || !servings_.empty() || !unacked_.empty();
+  }
+  // Every put and accumulate of this rank has been applied at its destinations.
+  // A global op waits for this before it is announced (Engine::SendReady), so
+  // "win_put, barrier(), win_update" sees the data everywhere.
+  bool fenced() const { return unacked_.empty(); }
   // Windows exist: other ranks may send at any time.
   bool open() const { return !table_.empty(); }
   // A slot became free or a grant is due (any thread): Poll has work.
@@ -79,6 +85,10 @@ class WindowService {
     WindowBuffer buffer;   // the scaled copy, if any
     int unlock_slot = -1;  // a get served under the requester's slot
   };
+  struct Unacked {  // a put or accumulate that completed before its destinations applied it
+    std::shared_ptr<Window> window;
+    int acks_due = 0;
+  };
   struct Deferred {  // waits for its slot (require_mutex)
     int from = 0;
     WindowMessage header;
@@ -93,6 +103,7 @@ class WindowService {
   void SendPayloadTo(int peer, WindowMessage header, const char* data, int64_t op,
                      std::shared_ptr<Window> window, WindowBuffer buffer, int unlock_slot);
   void OnAnswer(int from, const WindowMessage& m);
+  void OnAck(int from, const WindowMessage& m);
   void OnGetReplyData(Op& op, int from, WindowBuffer data);
   void TryFinish(int64_t id);
   void Send(int peer, const WindowMessage& m);
@@ -130,6 +141,7 @@ class WindowService {
   std::vector<Landing> landings_;
   std::vector<Serving> servings_;
   std::map<int64_t, Deferred> deferred_;  // by local id (EdgeLocks' op)
+  std::map<int64_t, Unacked> unacked_;    // by op id
   int64_t next_deferred_ = 1;
   std::map<int, int64_t> lane_counters_;                    // per peer
   std::vector<std::shared_ptr<std::vector<char>>> drains_;  // refused lanes' throwaway buffers

@@ -26,7 +26,7 @@ void WindowService::Serve(int from, WindowMessage m,
       grants_due_ = true;
       break;
     }
-    case WindowMessageType::kAck:
+    case WindowMessageType::kAck: OnAck(from, m); break;
     case WindowMessageType::kGrant: OnAnswer(from, m); break;
     case WindowMessageType::kGetReply: {
       auto it = ops_.find(m.op);

@@ -249,12 +249,14 @@ def test_win_mutex_excludes_until_released(rank, window):
 
 @needs_ranks(2)
 def test_a_busy_rank_still_serves_puts_and_gets(rank, window):
-    """Rank 0 computes for 1.5 s without calling flock; the others' puts to it and gets
-    from it complete long before it is back."""
+    """Rank 0 computes for 1.5 s without calling flock; the others' gets from it complete
+    long before it is back, and their puts are applied meanwhile (its engine thread)."""
     x = window()
     bf.barrier()
     if rank == 0:
         time.sleep(1.5)
+        senders = [j for j in ins() if 0 in bf.load_topology().successors(j)]
+        assert bf.get_win_version("w") == {j: (1 if j in senders else 0) for j in ins()}
     else:
         start = time.monotonic()
         if 0 in outs():
