@@ -373,3 +373,31 @@ def test_timeline_and_counters_show_window_ops(rank, size, window):
     assert any(r.startswith("win_get.w.") for r in rows), rows
     phases = {e["name"] for e in events if e["ph"] == "B"}
     assert {"win_put", "win_get", "QUEUED", "COMMUNICATE"} <= phases, phases
+
+
+def test_associated_p_travels_with_puts(rank, window):
+    """A put with p on replaces the destination's slot p by p_self * weight and scales this
+    rank's p by self_weight once sent; win_update combines p like the data."""
+    x = window()
+    bf.turn_on_win_ops_with_associated_p()
+    try:
+        bf.win_put(x, "w", self_weight=0.5, dst_weights={j: 0.5 for j in outs()})
+        assert bf.win_associated_p("w") == pytest.approx(0.5)
+        bf.barrier()
+        bf.win_update("w", self_weight=1.0, neighbor_weights={j: 1.0 for j in ins()})
+        assert bf.win_associated_p("w") == pytest.approx(0.5 + 0.5 * len(ins()))
+    finally:
+        bf.turn_off_win_ops_with_associated_p()
+        bf.barrier()
+
+
+@needs_ranks(2)
+def test_set_machine_topology_is_refused_while_a_window_exists(size, window):
+    window()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kept = bf.set_machine_topology(tu.ExponentialGraph(bf.machine_size()))
+    # Refused with a warning, unless it is the machine topology already in force.
+    assert kept is False or not caught
+    if kept is False:
+        assert any("windows 'w' exist" in str(w.message) for w in caught)
