@@ -120,6 +120,21 @@ class DistributedOptimizerMixin:
         accumulator.register_hook(self._flock_weak(method, p))
         self._flock_hook_refs.append(accumulator)
 
+    def _flock_hook_forward(self, model, count, launch, params):
+        """Forward pre-hooks: `count` on the model (first, so a pass is counted before any
+        module launches), then `launch` on each module owning some of `params`."""
+        if model is None:
+            return
+        self._flock_hook_module(model, count, sorted(params, key=id))
+        for module in model.modules():
+            own = [p for p in module.parameters(recurse=False) if p in params]
+            if own:
+                self._flock_hook_module(module, launch, own)
+
+    def _flock_hook_module(self, module, method, params):
+        handle = module.register_forward_pre_hook(self._flock_weak(method, params))
+        weakref.finalize(self, handle.remove)
+
     def _flock_weak(self, method, target):
         """A hook calling method(self, target) while self owns target's parameters."""
         return _WeakHook(self, method, target)

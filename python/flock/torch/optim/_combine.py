@@ -163,19 +163,8 @@ class AdaptWithCombineMixin(CombineMixin):
 
     def _flock_setup(self, model, communication_type, num_steps_per_communication):
         super()._flock_setup(model, communication_type, num_steps_per_communication)
-        if model is None:
-            return
-        # Registered first, so the model's own pass is counted before any module launches.
-        self._flock_hook_module(model, AdaptWithCombineMixin._flock_count_forward,
-                                sorted(self._flock_hooked, key=id))
-        for module in model.modules():
-            own = [p for p in module.parameters(recurse=False) if p in self._flock_hooked]
-            if own:
-                self._flock_hook_module(module, AdaptWithCombineMixin._flock_forward, own)
-
-    def _flock_hook_module(self, module, method, params):
-        handle = module.register_forward_pre_hook(self._flock_weak(method, params))
-        weakref.finalize(self, handle.remove)
+        self._flock_hook_forward(model, AdaptWithCombineMixin._flock_count_forward,
+                                 AdaptWithCombineMixin._flock_forward, self._flock_hooked)
 
     def _flock_count_forward(self, _params):
         # Only training passes that will be backpropagated (not evaluation), as Bluefog.

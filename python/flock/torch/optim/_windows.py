@@ -60,21 +60,13 @@ class WindowOptimizerMixin(DistributedOptimizerMixin):
             self._flock_create_window(p, name)
             self._flock_window_names[p] = name
         self._flock_finalizer = weakref.finalize(self, _free, list(self._flock_window_names.values()))
-        if model is not None:
-            self._flock_hook(model, WindowOptimizerMixin._flock_count_forward,
-                             sorted(self._flock_window_names, key=id))
-            for module in model.modules():
-                own = [p for p in module.parameters(recurse=False) if p in self._flock_window_names]
-                if own:
-                    self._flock_hook(module, WindowOptimizerMixin._flock_forward, own)
+        self._flock_hook_forward(model, WindowOptimizerMixin._flock_count_forward,
+                                 WindowOptimizerMixin._flock_forward,
+                                 set(self._flock_window_names))
 
     def _flock_create_window(self, p, name):
         if not windows.win_create(p.data, name):
             raise ValueError("cannot create the window of parameter {!r}".format(name))
-
-    def _flock_hook(self, module, method, params):
-        handle = module.register_forward_pre_hook(self._flock_weak(method, params))
-        weakref.finalize(self, handle.remove)
 
     def _flock_count_forward(self, _params):
         if torch.is_grad_enabled() and self._flock_model.training:
