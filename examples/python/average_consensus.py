@@ -154,12 +154,16 @@ def main(argv=None):
 
 
 def asynchronous(args, x, mean):
-    times, errors, estimate = push_sum(x, mean, args.max_iters, args.slow_rank, args.slow_delay)
+    times, errors, estimate, conserved = push_sum(x, mean, args.max_iters, args.slow_rank,
+                                                  args.slow_delay)
     print_line("push-sum: {} iterations in {:.3f} s, error {:.3e}, after the last collect "
                "{:.3e}".format(len(errors), times[-1] if times else 0.0,
                                errors[-1] if errors else 0.0,
                                float((estimate - mean).norm() / mean.norm())))
     curves = gather_curves(times, errors)
+    if bf.rank() == 0:
+        print("push-sum: sum of x / sum of p over the ranks: error {:.3e} (what push-sum "
+              "conserves)".format(conserved))
     if bf.rank() == 0 and (args.save_plot_file or args.plot_interactive):
         plt = pyplot_or_none("plot", interactive=args.plot_interactive)
         if plt is not None:

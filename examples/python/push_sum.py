@@ -18,7 +18,8 @@ import flock.torch as bf
 
 
 def push_sum(x, mean, iterations, slow_rank=-1, slow_delay_s=0.0):
-    """This rank's (times, errors) per iteration and its final estimate x / p."""
+    """This rank's (times, errors) per iteration, its final estimate x / p, and the
+    relative error of (sum of x) / (sum of p) over the ranks."""
     outs = bf.out_neighbor_ranks()
     share = 1.0 / (len(outs) + 1)
     bf.turn_on_win_ops_with_associated_p()
@@ -38,10 +39,16 @@ def push_sum(x, mean, iterations, slow_rank=-1, slow_delay_s=0.0):
         errors.append(float((estimate - mean).norm()) / norm)
     bf.barrier()  # every accumulate has landed: collect what is left
     bf.win_update_then_collect("push_sum.x")
-    estimate = x / bf.win_associated_p("push_sum.x")
+    p = bf.win_associated_p("push_sum.x")
+    estimate = x / p
+    # The sums of x and of p never change, so their ratio is the average exactly,
+    # whatever the ranks' pace (a fast rank may stop before its estimate converged).
+    sums = bf.allreduce(torch.cat([x, torch.tensor([p], dtype=x.dtype)]), average=False,
+                        name="push_sum.sums")
+    conserved = float((sums[:-1] / sums[-1] - mean).norm()) / norm
     bf.win_free("push_sum.x")
     bf.turn_off_win_ops_with_associated_p()
-    return times, errors, estimate
+    return times, errors, estimate, conserved
 
 
 def gather_curves(times, errors):

@@ -353,6 +353,7 @@ def test_timeline_and_counters_show_window_ops(rank, size, window):
     import os
     x = window()
     before = bf.engine_counters()
+    bf.barrier()  # no neighbour's put or get reaches this rank before `before` is read
     path = "/tmp/flock-test-window-timeline-np{}.json".format(size)
     bf.timeline_start(path)
     bf.win_put(x, "w")
