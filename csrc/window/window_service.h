@@ -109,9 +109,9 @@ class WindowService {
   void Send(int peer, const WindowMessage& m);
 
   // window_serving.cc: the other ranks' ops.
-  void Serve(int from, WindowMessage m, const std::shared_ptr<const std::vector<char>>& bytes);
-  void OnPayload(int from, const WindowMessage& m,
-                 const std::shared_ptr<const std::vector<char>>& bytes);
+  // An inline payload points into the received message, which the caller holds.
+  void Serve(int from, const WindowMessage& m);
+  void OnPayload(int from, const WindowMessage& m);
   void Arrived(int from, const WindowMessage& m, const std::shared_ptr<Window>& window,
                WindowBuffer data);
   void Apply(int from, const WindowMessage& m, Window& window, const WindowBuffer& data);

@@ -10,14 +10,13 @@
 
 namespace flock {
 
-void WindowService::Serve(int from, WindowMessage m,
-                          const std::shared_ptr<const std::vector<char>>& bytes) {
+void WindowService::Serve(int from, const WindowMessage& m) {
   if (m.type != WindowMessageType::kAck && m.type != WindowMessageType::kGrant &&
       m.type != WindowMessageType::kGetReply)
     ++counters_.window_served;
   switch (m.type) {
     case WindowMessageType::kPut:
-    case WindowMessageType::kAccumulate: OnPayload(from, m, bytes); break;
+    case WindowMessageType::kAccumulate: OnPayload(from, m); break;
     case WindowMessageType::kGetRequest: OnGetRequest(from, m); break;
     case WindowMessageType::kLock: OnLock(from, m); break;
     case WindowMessageType::kUnlock: {
@@ -35,7 +34,7 @@ void WindowService::Serve(int from, WindowMessage m,
         if (it != ops_.end()) OnAnswer(from, m);
         break;
       }
-      OnPayload(from, m, bytes);
+      OnPayload(from, m);
       break;
     }
   }
@@ -62,10 +61,10 @@ Status WindowService::CheckArrival(int from, const WindowMessage& m, const Windo
 }
 
 // A put, an accumulate or a get reply: inline, or announced for a lane.
-void WindowService::OnPayload(int from, const WindowMessage& m,
-                              const std::shared_ptr<const std::vector<char>>& bytes) {
+void WindowService::OnPayload(int from, const WindowMessage& m) {
   const bool reply = m.type == WindowMessageType::kGetReply;
-  std::shared_ptr<Window> window = reply ? ops_[m.op].window : table_.Find(m.window);
+  auto op = reply ? ops_.find(m.op) : ops_.end();  // Serve checked that a reply's op exists
+  std::shared_ptr<Window> window = reply ? op->second.window : table_.Find(m.window);
   Status ok = CheckArrival(from, m, window.get());
   if (!ok.ok()) {
     if (m.lane_tag >= 0) landings_.push_back({from, m, nullptr, nullptr, -1});
@@ -95,7 +94,6 @@ void WindowService::OnPayload(int from, const WindowMessage& m,
   }
   landing.transfer = started.value();
   landings_.push_back(std::move(landing));
-  (void)bytes;
 }
 
 // The payload is here: a get reply completes this rank's op; another rank's

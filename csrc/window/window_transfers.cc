@@ -37,7 +37,7 @@ bool WindowService::Receive() {
       }
       return true;
     }
-    Serve(from, std::move(decoded).value(), bytes);
+    Serve(from, decoded.value());  // `bytes` holds an inline payload meanwhile
   }
 }
 

@@ -172,14 +172,10 @@ def win_lock(name):
     """Holds every slot of this rank's window ``name`` (in- and out-neighbours):
     ops made with require_mutex wait until it is let go."""
     versions = core.win_versions(name)  # raises for an unknown window
-    ranks = sorted(set(versions) | set(_out_neighbors(name)))
+    ranks = sorted(set(versions) | set(core.out_neighbor_ranks()))
     core.win_lock_own_slots(name, ranks, False)
     try:
         yield
     finally:
         core.win_lock_own_slots(name, ranks, True)
 
-
-def _out_neighbors(name):
-    from flock import _topology_runtime
-    return _topology_runtime.out_neighbor_ranks()
