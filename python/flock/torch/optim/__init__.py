@@ -32,13 +32,19 @@ def DistributedAdaptWithCombineOptimizer(optimizer, model=None,
 
 def DistributedAdaptThenCombineOptimizer(optimizer, model=None,
                                          communication_type=CommunicationType.neighbor_allreduce,
-                                         num_steps_per_communication=1):
+                                         num_steps_per_communication=1,
+                                         overlap_next_forward=True):
     """x ← combine(x − lr·g(x)) with the wrapped optimizer's own update rule, each parameter
     updated (with its accumulated p.grad) and sent as soon as its gradient of the J-th
     backward pass (J = num_steps_per_communication) is complete; the step() after it
-    combines, earlier step() calls are local steps."""
+    combines, earlier step() calls are local steps.
+
+    overlap_next_forward (with a model): step() does not wait; each parameter gets its
+    combination in the forward pre-hook of its module in the next pass (or at
+    synchronize(), model.state_dict(), optimizer.state_dict()), so the exchange also
+    overlaps the next forward pass. False: step() waits (docs/training.md)."""
     return wrap(optimizer, AdaptThenCombineMixin, model, communication_type,
-                num_steps_per_communication)
+                num_steps_per_communication, overlap_next_forward)
 
 
 def DistributedNeighborAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1):

@@ -192,7 +192,9 @@ class AdaptWithCombineMixin(CombineMixin):
 class AdaptThenCombineMixin(CombineMixin):
     _flock_kind = "atc"
 
-    def _flock_setup(self, model, communication_type, num_steps_per_communication):
+    def _flock_setup(self, model, communication_type, num_steps_per_communication,
+                     overlap_next_forward=True):
+        self.overlap_next_forward = bool(overlap_next_forward)
         self._flock_group_of = None
         self._flock_param_passes = {}  # parameter -> backward passes since the last exchange
         self._flock_adapted = set()  # parameters the wrapped optimizer updated this step
