@@ -127,7 +127,10 @@ def _reference_step(kind, twins, twin_optimizers, mix, exchanging):
 
 
 def _assert_same(model, twin, what):
-    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+    # Read through state_dict(): with overlap_next_forward (ATC's default) the parameters
+    # get the combination step() left in flight from their module's next forward pass or
+    # from state_dict() (test_optimizer_overlap.py compares both with a waiting step()).
+    for (name, p), q in zip(model.state_dict().items(), twin.parameters()):
         torch.testing.assert_close(p.detach(), q.detach(), rtol=1e-9, atol=1e-12,
                                    msg=lambda m: "{} {}: {}".format(what, name, m))
 

@@ -150,9 +150,14 @@ class DistributedOptimizerMixin:
     # --- waiting
 
     def _flock_wait_all(self):
-        """{parameter: result} of every communication in flight; clears them. Waits for
-        all of them even when one fails, then raises the first error."""
+        """{parameter: result} of every communication in flight; clears them."""
         handles, self._flock_handles = self._flock_handles, {}
+        return self._flock_wait(handles)
+
+    @staticmethod
+    def _flock_wait(handles):
+        """{parameter: result} of {parameter: handle}. Waits for all of them even when
+        one fails, then raises the first error."""
         results, error = {}, None
         for p, handle in handles.items():
             if handle is None:
@@ -164,6 +169,13 @@ class DistributedOptimizerMixin:
         if error is not None:
             raise error
         return results
+
+    @staticmethod
+    def _flock_write(results):
+        """Writes {parameter: value} into the parameters (their storage stays)."""
+        with torch.no_grad():
+            for p, value in results.items():
+                p.copy_(value)
 
     @contextlib.contextmanager
     def skip_synchronize(self):

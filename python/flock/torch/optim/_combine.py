@@ -39,6 +39,7 @@ import torch
 
 from flock.torch import ops
 from flock.torch.optim._base import DistributedOptimizerMixin
+from flock.torch.optim._deferred import DeferredCombineMixin
 from flock._public import public
 
 
@@ -140,16 +141,17 @@ class CombineMixin(DistributedOptimizerMixin):
         self._flock_close_passes()
         exchanging = self._flock_exchanging()
         if exchanging:
-            for p in self._flock_params():
-                if p not in self._flock_handles:  # not launched by a hook (unused this pass)
-                    self._flock_before_launch(p)
-                    self._flock_launch(p)
+            self._flock_launch_missing()
         # Whatever is in flight is waited for, even if communication_type changed since.
-        combined = self._flock_wait_all()
-        with torch.no_grad():
-            for p, value in combined.items():
-                p.copy_(value)
+        self._flock_write(self._flock_wait_all())
         self._flock_synchronized = exchanging
+
+    def _flock_launch_missing(self):
+        """Launches the parameters no hook launched (unused this pass)."""
+        for p in self._flock_params():
+            if p not in self._flock_handles:
+                self._flock_before_launch(p)
+                self._flock_launch(p)
 
     def _flock_end_step(self):
         if self._flock_exchange_due():
@@ -189,22 +191,23 @@ class AdaptWithCombineMixin(CombineMixin):
         return loss
 
 
-class AdaptThenCombineMixin(CombineMixin):
+class AdaptThenCombineMixin(DeferredCombineMixin, CombineMixin):
     _flock_kind = "atc"
 
     def _flock_setup(self, model, communication_type, num_steps_per_communication,
                      overlap_next_forward=True):
-        self.overlap_next_forward = bool(overlap_next_forward)
         self._flock_group_of = None
         self._flock_param_passes = {}  # parameter -> backward passes since the last exchange
         self._flock_adapted = set()  # parameters the wrapped optimizer updated this step
         super()._flock_setup(model, communication_type, num_steps_per_communication)
+        self._flock_setup_deferral(model, overlap_next_forward)
 
     def _flock_register(self, p):
         self._flock_on_gradient(p, AdaptThenCombineMixin._flock_gradient_ready)
 
     def _flock_gradient_ready(self, p):
         """p.grad holds this backward pass's gradient (added to the earlier ones')."""
+        self._flock_check_not_deferred(p)
         if p in self._flock_adapted:
             raise RuntimeError(
                 "parameter {!r} got a backward pass after the adapt-then-combine optimizer "
@@ -238,12 +241,26 @@ class AdaptThenCombineMixin(CombineMixin):
         return super()._flock_exchanging() or bool(self._flock_adapted)
 
     @public
+    def synchronize(self):
+        """Waits for this step's combination and writes it into the parameters. Called
+        after step() (no backward pass since), it only writes what step() left in flight
+        (overlap_next_forward): it never starts a step of its own."""
+        self._flock_flush_deferred()
+        if self._flock_pass_seen:
+            super().synchronize()
+
+    @public
     def step(self, closure=None):
         loss = self._flock_closure(closure)
+        self._flock_flush_deferred()  # the last step's, for parameters no forward pass reached
         self._flock_close_passes()
         exchanging = self._flock_synchronized or self._flock_exchanging()
         if not self._flock_skip:
-            self.synchronize()
+            if exchanging and self._flock_defers():
+                self._flock_launch_missing()
+                self._flock_defer_handles()  # waited for in the next forward pass
+            else:
+                self.synchronize()
         if not exchanging:
             super().step()  # a local step (the hooks updated nothing)
         self._flock_group_of = None  # param_groups may change before the next step
