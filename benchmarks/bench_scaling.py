@@ -1,8 +1,15 @@
 """One rank of the scaling benchmark: simulated training steps, one JSON line per case.
 
-Run by run_scaling.py under flockrun on 1, 2 or 4 emulated hosts. A step is
-what a data-parallel training step does to the network, with the GPU replaced
-by sleeps:
+Run by run_scaling.py under flockrun on 1, 2 or 4 emulated hosts. The GPU is replaced by
+sleeps; everything else is real. Two modes:
+
+--mode hooks (default): a user's training loop, zero_grad / forward / backward / step(),
+on a synthetic model with the real model's parameters (names and shapes) whose layers
+sleep in proportion to their FLOPs (scaling_model.py), communicating through the real
+optimizer wrappers and their hooks, or torch DDP over gloo (scaling_hooks.py has the
+methods and the timing).
+
+--mode hand: the step by hand, as a comparison (no wrapper, no fusion of the optimizers):
 
     forward   sleep(compute / 3)
     backward  sleep(compute * 2/3), cut into one slice per gradient in reverse
@@ -10,11 +17,10 @@ by sleeps:
               gradient's nonblocking op is submitted (what the optimizers'
               backward hooks do), so communication overlaps the rest of the
               backward pass
-    wait      synchronize every handle: the time spent here is the step's
-              communication that compute did not hide
+    wait      synchronize every handle
 
-The gradients are real float32 tensors of torchvision's model (ResNet-50:
-161 tensors, 25.6 M parameters; MobileNetV2: 158, 3.5 M). Per method:
+with real float32 gradients of torchvision's shapes (ResNet-50: 161 tensors, 25.6 M
+parameters; MobileNetV2: 158, 3.5 M). Per method:
 
     allreduce           allreduce_nonblocking(average) per gradient
     neighbor_static     neighbor_allreduce on the static exponential-2 graph
@@ -27,12 +33,14 @@ The gradients are real float32 tensors of torchvision's model (ResNet-50:
                         exponential schedule of machines (one machine neighbour
                         per step, 2^k machines away)
 
-Rank 0 prints {"model", "method", "ranks", "machines", "compute_s", "step_s",
-"wait_s" (means over the timed steps), "step_median_s", "step_times",
-"wait_times" (each step's slowest rank)} per case.
+In both modes a step's wait = step time - compute asked for - apply time (apply: the
+optimizer's update; none in hand mode): what communication added to the step. Rank 0
+prints {"model", "method", "mode", "overlap", "ranks", "machines", "compute_s", "step_s",
+"wait_s", "apply_s", "fwd_bwd_s", "step_call_s" (means over the timed steps of each
+step's slowest rank), "step_median_s", "step_times", "wait_times"} per case.
 
     flockrun -np 4 -H h1:2,h2:2 python benchmarks/bench_scaling.py \
-        --model resnet50 --compute-s 1.2 --methods allreduce neighbor_one_peer
+        --model resnet50 --compute-s 1.2 --methods allreduce neighbor_one_peer ddp
 """
 
 import argparse
@@ -42,16 +50,16 @@ import sys
 import time
 
 import torch
-import torchvision
 
 import flock.torch as bf
 from flock import topology as tu
 
-METHODS = ("allreduce", "neighbor_static", "neighbor_one_peer", "hierarchical",
-           "hierarchical_one_peer")
-MODELS = {"resnet50": torchvision.models.resnet50,
-          "mobilenet_v2": torchvision.models.mobilenet_v2}
-FORWARD_SHARE = 1 / 3  # backward costs about twice the forward pass
+import scaling_hooks
+from scaling_model import FORWARD_SHARE, MODELS
+
+FLOCK_METHODS = ("allreduce", "neighbor_static", "neighbor_one_peer", "hierarchical",
+                 "hierarchical_one_peer")
+METHODS = FLOCK_METHODS + ("ddp",)  # torch DDP over gloo: hooks mode only
 
 
 def gradient_shapes(model):
@@ -123,11 +131,13 @@ def _sleep_until(deadline):
 
 
 def run_case(model, method, gradients, compute_s, warmup, steps):
+    """Hand mode: rows (step, fwd_bwd, step_call, apply, compute, wait) of the slowest
+    rank per step; fwd_bwd ends with the last submission, step_call is the synchronize."""
     names = ["scaling.{}.{}.{}".format(model, method, i) for i in range(len(gradients))]
     step = Step(method, names)
     total = sum(g.numel() for g in gradients)
     slices = [compute_s * (1 - FORWARD_SHARE) * g.numel() / total for g in gradients]
-    step_times, wait_times = [], []
+    rows = []
     for k in range(warmup + steps):
         bf.barrier()  # steps start together, as after a synchronous data load
         start = time.perf_counter()
@@ -144,43 +154,63 @@ def run_case(model, method, gradients, compute_s, warmup, steps):
         step.wait()
         end = time.perf_counter()
         if k >= warmup:
-            step_times.append(end - start)
-            wait_times.append(end - waited)
+            rows.append((end - start, waited - start, end - waited, 0.0, compute_s))
     # A step lasts as long as its slowest rank's.
-    step_times = bf.allreduce(torch.tensor(step_times, dtype=torch.float64), op=bf.Max,
-                              name="scaling.step").tolist()
-    wait_times = bf.allreduce(torch.tensor(wait_times, dtype=torch.float64), op=bf.Max,
-                              name="scaling.wait").tolist()
-    return step_times, wait_times
+    return scaling_hooks.slowest_rank(rows, "scaling.{}.{}".format(model, method))
 
 
-def main(argv=None):
+def record(args, method, rows):
+    """The JSON line of one case (rank 0 prints it)."""
+    columns = list(zip(*rows))
+    mean = (lambda i: statistics.mean(columns[i]))
+    # The mean, not the median: the one-peer schedule alternates cheap and dear steps
+    # (a peer on this host or not), and a median would report only one kind. --steps
+    # should cover whole schedule periods.
+    return {"model": args.model, "method": method, "mode": args.mode,
+            "overlap": args.mode == "hooks" and not args.no_overlap,
+            "ranks": bf.size(), "machines": bf.machine_size(), "compute_s": args.compute_s,
+            "step_s": mean(0), "wait_s": mean(5), "apply_s": mean(3), "fwd_bwd_s": mean(1),
+            "step_call_s": mean(2), "step_median_s": statistics.median(columns[0]),
+            "step_times": list(columns[0]), "wait_times": list(columns[5])}
+
+
+def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", choices=sorted(MODELS), required=True)
     parser.add_argument("--compute-s", type=float, required=True,
                         help="simulated forward+backward time per step, seconds")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--mode", choices=("hooks", "hand"), default="hooks",
+                        help="hooks: the optimizer wrappers and DDP on a synthetic model; "
+                             "hand: ops submitted by hand (no ddp)")
+    parser.add_argument("--no-overlap", action="store_true",
+                        help="hooks mode: ATC with overlap_next_forward=False (step() waits)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=6,
                         help="timed steps; 6 covers whole one-peer periods at 2, 4, 8 ranks")
     args = parser.parse_args(argv)
+    if args.mode == "hand":
+        args.methods = [m for m in args.methods if m != "ddp"]  # DDP has no hand mode
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.set_num_threads(1)  # ranks share the cores; the compute is sleeps anyway
     bf.init()
     torch.manual_seed(bf.rank())
-    gradients = [torch.randn(shape) for shape in gradient_shapes(args.model)]
+    if args.mode == "hand":
+        gradients = [torch.randn(shape) for shape in gradient_shapes(args.model)]
     for method in args.methods:
-        step_times, wait_times = run_case(args.model, method, gradients, args.compute_s,
-                                          args.warmup, args.steps)
+        if args.mode == "hand":
+            rows = run_case(args.model, method, gradients, args.compute_s, args.warmup,
+                            args.steps)
+        else:
+            rows = scaling_hooks.run_case(args.model, method, args.compute_s, args.warmup,
+                                          args.steps, overlap=not args.no_overlap)
         if bf.rank() == 0:
-            # The mean, not the median: the one-peer schedule alternates cheap and
-            # dear steps (a peer on this host or not), and a median would report
-            # only one kind. --steps should cover whole schedule periods.
-            print(json.dumps({"model": args.model, "method": method, "ranks": bf.size(),
-                              "machines": bf.machine_size(), "compute_s": args.compute_s,
-                              "step_s": statistics.mean(step_times),
-                              "wait_s": statistics.mean(wait_times),
-                              "step_median_s": statistics.median(step_times),
-                              "step_times": step_times, "wait_times": wait_times}),
-                  flush=True)
+            print(json.dumps(record(args, method, rows)), flush=True)
+    scaling_hooks.ddp_support.destroy_process_group()
     bf.shutdown()
     return 0
 

@@ -9,6 +9,10 @@ are not timed); every rank prints ``[r] Img/sec per CPU: X +-Y`` and the end
 1.96 standard deviations). flock adds where each step's time went (forward and
 backward, waiting for communication, the optimizer step) and, given
 ``--single-rank-img-sec`` (this script's total at -np 1), speedup and efficiency.
+``--dist-optimizer ddp`` runs torch DistributedDataParallel over gloo instead (the method
+users would pick otherwise; ddp_support.py), for a comparison by the same script: its
+allreduce runs inside backward, so its "communication wait" is the time from the last
+gradient to the end of backward.
 """
 
 import argparse
@@ -22,6 +26,7 @@ import torch.nn.functional as F
 import flock.torch as bf
 from flock import topology as tu
 
+import ddp_support
 from example_support import DIST_OPTIMIZERS, DynamicTopology, make_dist_optimizer, print_line
 
 
@@ -39,7 +44,10 @@ def parse_args(argv=None):
     p.add_argument("--profiler", action="store_true",
                    help="profile rank 0's timed steps and print the top operators")
     p.add_argument("--partition", type=int, default=None, help="accepted, unused (as Bluefog)")
-    p.add_argument("--dist-optimizer", choices=DIST_OPTIMIZERS, default="neighbor_allreduce")
+    p.add_argument("--dist-optimizer", choices=DIST_OPTIMIZERS + ["ddp"],
+                   default="neighbor_allreduce",
+                   help="flock's optimizers (Bluefog's names), or ddp: torch "
+                        "DistributedDataParallel over gloo, for comparison")
     p.add_argument("--disable-dynamic-topology", action="store_true",
                    help="the static topology instead of one peer per step")
     p.add_argument("--atc-style", action="store_true", help="adapt-then-combine")
@@ -89,6 +97,9 @@ class Stepper:
         self.data, self.target = data, target
         self.dynamic = None if args.disable_dynamic_topology else DynamicTopology(
             args.dist_optimizer)
+        # DDP: the allreduce waits inside backward, after the last gradient
+        self.ddp_clock = (ddp_support.LastGradientClock(model)
+                          if args.dist_optimizer == "ddp" else None)
         self.timing = False
         self.phases = {"forward+backward": 0.0, "communication wait": 0.0, "optimizer step": 0.0}
 
@@ -100,10 +111,14 @@ class Stepper:
         self.optimizer.zero_grad()
         F.cross_entropy(self.model(self.data), self.target).backward()
         t1 = clock()
-        self.optimizer.synchronize()
-        t2 = clock()
-        with self.optimizer.skip_synchronize():
+        if self.ddp_clock is not None:
+            t1, t2 = self.ddp_clock.last, t1
             self.optimizer.step()
+        else:
+            self.optimizer.synchronize()
+            t2 = clock()
+            with self.optimizer.skip_synchronize():
+                self.optimizer.step()
         t3 = clock()
         if self.timing:
             for key, seconds in zip(self.phases, (t1 - t0, t2 - t1, t3 - t2)):
@@ -144,6 +159,20 @@ def report(args, step, img_secs, log):
         log("Speedup over 1 CPU: {:.2f}, efficiency {:.1%}".format(speedup, speedup / bf.size()))
 
 
+def make_training(args, model):
+    """(model to call, optimizer): flock's wrapper, or DDP over gloo with plain SGD."""
+    if args.dist_optimizer == "ddp":
+        ddp_support.init_process_group()
+        model = torch.nn.parallel.DistributedDataParallel(model)  # broadcasts rank 0's
+        return model, torch.optim.SGD(model.parameters(), lr=args.lr)
+    optimizer = make_dist_optimizer(
+        args.dist_optimizer, torch.optim.SGD(model.parameters(), lr=args.lr), model,
+        args.atc_style)
+    bf.broadcast_parameters(model.state_dict(), root_rank=0)
+    bf.broadcast_optimizer_state(optimizer, root_rank=0)
+    return model, optimizer
+
+
 def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.num_threads)
@@ -152,11 +181,7 @@ def main(argv=None):
         bf.set_machine_topology(tu.ExponentialGraph(bf.machine_size()))
     torch.manual_seed(0)
     model, image, classes = make_model(args.model, args.num_classes)
-    optimizer = make_dist_optimizer(
-        args.dist_optimizer, torch.optim.SGD(model.parameters(), lr=args.lr), model,
-        args.atc_style)
-    bf.broadcast_parameters(model.state_dict(), root_rank=0)
-    bf.broadcast_optimizer_state(optimizer, root_rank=0)
+    model, optimizer = make_training(args, model)
     data = torch.rand(args.batch_size, *image)
     target = torch.randint(0, classes, (args.batch_size,))
     step = Stepper(args, model, optimizer, data, target)
@@ -168,15 +193,19 @@ def main(argv=None):
     log("Model: %s" % args.model)
     log("Batch size: %d" % args.batch_size)
     log("Number of CPUs: %d" % bf.size())
-    log("Distributed optimizer: {}{}, {}".format(
-        args.dist_optimizer, " (ATC)" if args.atc_style else "",
-        "static topology" if step.dynamic is None else step.dynamic.describe()))
+    if args.dist_optimizer == "ddp":
+        log("Distributed optimizer: ddp (torch DistributedDataParallel over gloo)")
+    else:
+        log("Distributed optimizer: {}{}, {}".format(
+            args.dist_optimizer, " (ATC)" if args.atc_style else "",
+            "static topology" if step.dynamic is None else step.dynamic.describe()))
     log("Running warmup...")
     timeit.timeit(step, number=args.num_warmup_batches)
     log("Running benchmark...")
     step.timing = True
     img_secs = timed_iterations(args, step, log)
     report(args, step, img_secs, log)
+    ddp_support.destroy_process_group()
     bf.shutdown()
 
 
