@@ -24,6 +24,10 @@ const std::vector<SettingInfo> kSettings = {
     {"FLOCK_NEIGHBOR_INLINE_BYTES", "bytes", "65536",
      "Neighbor ops: tensors up to this size travel inside the fused control message to a "
      "neighbour; larger ones in a message of their own, straight from the input."},
+    {"FLOCK_NEIGHBOR_LANE_BUDGET", "bytes", "4194304",
+     "Neighbor ops: bytes of large-tensor messages in flight to one peer on another host (at "
+     "least one message); the rest wait, newest first, so what the next forward pass needs "
+     "first is not queued behind older data. 0: send everything at once, in order."},
     {"FLOCK_STALL_WARNING_S", "float", "60",
      "Warn when some ranks have submitted a tensor and others have not for this long."},
     {"FLOCK_STALL_SHUTDOWN_S", "float", "0",
@@ -148,6 +152,10 @@ Result<Config> Config::Parse(const Lookup& lookup) {
   if (auto v = lookup("FLOCK_NEIGHBOR_INLINE_BYTES")) {
     FLOCK_RETURN_IF_ERROR(
         ParseInt("FLOCK_NEIGHBOR_INLINE_BYTES", *v, 0, &config.neighbor_inline_bytes));
+  }
+  if (auto v = lookup("FLOCK_NEIGHBOR_LANE_BUDGET")) {
+    FLOCK_RETURN_IF_ERROR(
+        ParseInt("FLOCK_NEIGHBOR_LANE_BUDGET", *v, 0, &config.neighbor_lane_budget_bytes));
   }
   if (auto v = lookup("FLOCK_STALL_WARNING_S")) {
     FLOCK_RETURN_IF_ERROR(ParseNumber("FLOCK_STALL_WARNING_S", *v, &config.stall_warning_s));

@@ -28,6 +28,8 @@ struct EngineCounters {
   std::atomic<int64_t> neighbor_entries{0};   // tensors (data entries) those messages carried
   std::atomic<int64_t> neighbor_lanes{0};     // tensors sent as their own data message
   std::atomic<int64_t> neighbor_bytes{0};     // tensor bytes sent to neighbours
+  // lane receives from other hosts that waited for the budget (FLOCK_NEIGHBOR_LANE_BUDGET)
+  std::atomic<int64_t> neighbor_lanes_queued{0};
   std::atomic<int64_t> window_ops{0};     // this rank's window ops (put, accumulate, get, mutex)
   std::atomic<int64_t> window_bytes{0};   // tensor bytes sent by window ops (and get replies)
   std::atomic<int64_t> window_served{0};  // other ranks' window messages served here
@@ -52,6 +54,7 @@ struct EngineCounters {
             {"neighbor_entries", neighbor_entries},
             {"neighbor_lanes", neighbor_lanes},
             {"neighbor_bytes", neighbor_bytes},
+            {"neighbor_lanes_queued", neighbor_lanes_queued},
             {"window_ops", window_ops},
             {"window_bytes", window_bytes},
             {"window_served", window_served}};

@@ -13,6 +13,7 @@ namespace {
 NeighborExchange::Options NeighborOptions(const Config& config, const Transport& transport) {
   NeighborExchange::Options options;
   options.inline_limit_bytes = config.neighbor_inline_bytes;
+  options.lane_budget_bytes = config.neighbor_lane_budget_bytes;
   options.message_limit_bytes = config.fusion_threshold_bytes;
   // The neighbor group is the world's ranks in the world's order.
   for (int r = 0; r < transport.size(CommGroup::kControl); ++r)

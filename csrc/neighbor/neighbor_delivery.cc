@@ -105,16 +105,7 @@ void NeighborExchange::ReduceArrival(Step& step, int index, const NeighborEntry&
     StartNextLane(step);
     return;
   }
-  const int from = in.spec->peer;
-  auto transfer = transport_.StartRecv(acc, in.bytes, from, entry.lane_tag, CommGroup::kNeighbor);
-  if (!transfer.ok()) {
-    FailPair(step, from, transfer.status());
-    step.sum.AccumulatorLanded(transfer.status(),
-                               [&](int k) { step.in[static_cast<size_t>(k)].resolved = true; });
-    return;
-  }
-  in.transfer = transfer.value();
-  MarkMoving(step);
+  StartReceive(step, index, static_cast<char*>(acc), LaneInto::kSum);
 }
 
 void NeighborExchange::PlaceArrival(Step& step, Incoming& in, const NeighborEntry& entry) {
@@ -130,35 +121,22 @@ void NeighborExchange::PlaceArrival(Step& step, Incoming& in, const NeighborEntr
     in.resolved = true;
     return;
   }
-  auto transfer = transport_.StartRecv(lane_target, entry.payload_bytes, in.spec->peer,
-                                       entry.lane_tag, CommGroup::kNeighbor);
-  if (transfer.ok()) {
-    in.transfer = transfer.value();
-    MarkMoving(step);
-  } else {
-    FailPair(step, in.spec->peer, transfer.status());
-  }
+  StartReceive(step, static_cast<int>(&in - step.in.data()), lane_target, LaneInto::kPlace);
 }
 
 void NeighborExchange::StartNextLane(Step& step) {
-  if (step.scratch_transfer >= 0) return;
-  for (int index = step.sum.NextScratchLane(); index >= 0; index = step.sum.NextScratchLane()) {
-    Incoming& in = step.in[static_cast<size_t>(index)];
-    auto transfer = transport_.StartRecv(step.sum.scratch(), in.bytes, in.spec->peer, in.lane_tag,
-                                         CommGroup::kNeighbor);
-    if (transfer.ok()) {
-      step.scratch_transfer = transfer.value();
-      MarkMoving(step);
-      return;
-    }
-    step.sum.ScratchLaneFailed();
-    FailPair(step, in.spec->peer, transfer.status());
+  // A failed start leaves the scratch buffer free and moves on to the next lane.
+  while (step.scratch_transfer == -1) {
+    const int index = step.sum.NextScratchLane();
+    if (index < 0) return;
+    StartReceive(step, index, step.sum.scratch(), LaneInto::kScratch);
   }
 }
 
 bool NeighborExchange::ScratchProgress(Step& step) {
   auto done = transport_.TestTransfer(step.scratch_transfer);
   if (done.ok() && !done.value()) return false;
+  ReceiveEnded(step.scratch_transfer);
   step.scratch_transfer = -1;
   const int index = step.sum.ScratchLanded(done.ok());
   if (index < 0) return true;  // it waits for the lane landing in the sum itself
@@ -252,9 +230,9 @@ void NeighborExchange::MarkMoving(Step& step) {
 }
 
 bool NeighborExchange::HasTransfers(const Step& step) {
-  if (step.scratch_transfer >= 0) return true;
+  if (step.scratch_transfer >= 0 || step.scratch_transfer == kLaneQueued) return true;
   for (const Incoming& in : step.in)
-    if (in.transfer >= 0) return true;
+    if (in.transfer >= 0 || in.transfer == kLaneQueued) return true;
   for (const Outgoing& out : step.out)
     if (out.lane >= 0) return true;
   return false;
@@ -283,6 +261,7 @@ bool NeighborExchange::ProgressStep(Step& step) {
     if (in.transfer < 0) continue;
     auto done = transport_.TestTransfer(in.transfer);
     if (!done.ok() || done.value()) {
+      ReceiveEnded(in.transfer);
       in.transfer = -1;
       did_work = true;
       if (static_cast<int>(i) == step.sum.accumulator_lane()) {

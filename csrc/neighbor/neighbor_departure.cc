@@ -146,6 +146,9 @@ void NeighborExchange::Abandon(const std::string& reason) {
   }
   steps_.clear();
   moving_.clear();
+  lanes_.Clear();
+  queued_receives_.clear();
+  budgeted_.clear();
   for (auto& call : calls) finish_(call->request, Status::Aborted(reason), nullptr);
 }
 

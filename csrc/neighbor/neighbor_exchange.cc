@@ -24,7 +24,10 @@ NeighborExchange::NeighborExchange(Transport& transport, Options options, Engine
       timeline_(timeline),
       finish_(std::move(finish)),
       device_calls_(rank_),
-      outbox_(options_.message_limit_bytes, options_.cycle_time_ms) {}
+      outbox_(options_.message_limit_bytes, options_.cycle_time_ms),
+      lanes_(options_.lane_budget_bytes,
+             std::chrono::duration_cast<Clock::duration>(
+                 std::chrono::duration<double>(options_.lane_max_wait_s))) {}
 
 std::string NeighborExchange::Key(const std::string& match_name, int64_t seq) {
   return StepKey(match_name, seq);
@@ -243,6 +246,7 @@ void NeighborExchange::Send(OutboxMessage& message) {
     out.flushed = true;
     if (entry.lane_tag < 0) continue;
     ++counters_.neighbor_lanes;
+    // Posted at once: whatever the receiver does, the sender never waits on it.
     auto lane = transport_.StartSend(entry.payload, entry.payload_bytes, peer, entry.lane_tag,
                                      CommGroup::kNeighbor);
     if (lane.ok()) {
@@ -284,6 +288,7 @@ bool NeighborExchange::Poll() {
     }
   }
   did_work |= ProgressMoving();
+  did_work |= StartQueuedReceives();
   did_work |= TryCompleteAll();
   return did_work;
 }

@@ -38,7 +38,8 @@
 // Files: neighbor_exchange.cc (calls, steps, sending, completion),
 // neighbor_delivery.cc (what arrives), neighbor_departure.cc (failed pairs,
 // stalls, shutdown), neighbor_devices.cc (calls on the device path, ranks
-// that disagree on the device), mailbox.cc (early arrivals, stale check).
+// that disagree on the device), neighbor_lanes.cc (when the receive of a lane
+// from another host starts: lane_queue.h), mailbox.cc (early arrivals, stale check).
 #pragma once
 
 #include <chrono>
@@ -55,6 +56,7 @@
 #include "flock/common/status.h"
 #include "flock/common/timeline.h"
 #include "flock/neighbor/device_calls.h"
+#include "flock/neighbor/lane_queue.h"
 #include "flock/neighbor/mailbox.h"
 #include "flock/neighbor/neighbor_wire.h"
 #include "flock/neighbor/outbox.h"
@@ -75,6 +77,10 @@ class NeighborExchange {
     int64_t inline_limit_bytes = 64 << 10;   // larger tensors travel in lanes
     int64_t message_limit_bytes = 64 << 20;  // inline bytes per control message
     double cycle_time_ms = 5;
+    // Lanes from a peer on another host: bytes received at once at most (at
+    // least one lane; <= 0: no limit), newest first (lane_queue.h).
+    int64_t lane_budget_bytes = 4 << 20;
+    double lane_max_wait_s = 5;
     // By rank: does the peer run on this host? Empty: every peer does.
     std::vector<bool> peer_on_this_host;
   };
@@ -163,6 +169,17 @@ class NeighborExchange {
     bool rejected = false;
     TransferId lane = -1;  // -1 none, >= 0 in flight, -2 done
   };
+  // An Incoming's transfer, or a step's scratch transfer, waiting in lanes_.
+  static constexpr TransferId kLaneQueued = -3;
+  // Where a lane lands: the sum itself, the step's scratch buffer, or its place.
+  enum class LaneInto { kSum, kScratch, kPlace };
+  // A lane receive waiting in lanes_: what StartReceiveNow needs once it may start.
+  struct QueuedReceive {
+    std::string step_key;
+    int index = -1;  // in Step::in
+    char* target = nullptr;
+    LaneInto into = LaneInto::kPlace;
+  };
   struct Step {
     std::shared_ptr<Call> call;
     const ExchangeStep* spec = nullptr;
@@ -225,6 +242,14 @@ class NeighborExchange {
   // Is this queued entry still to be sent (its peer here, its step and pair alive)?
   bool StillToSend(int peer, const Outbound& outbound) const;
   void Send(OutboxMessage& message);
+  // neighbor_lanes.cc: the receive of source `index`'s lane into `target`
+  // starts now (a peer on this host) or waits in lanes_ for its turn.
+  void StartReceive(Step& step, int index, char* target, LaneInto into);
+  void StartReceiveNow(Step& step, int index, char* target, LaneInto into);
+  // Starts the queued receives that the budget lets go now.
+  bool StartQueuedReceives();
+  // A receive ended: if it counted in the budget, its bytes leave it.
+  void ReceiveEnded(TransferId transfer);
   bool on_this_host(int peer) const;
   void QueueReject(int peer, const std::string& match_name, int64_t seq, const Status& status);
   void DrainLane(int from, const NeighborEntry& entry);
@@ -266,6 +291,10 @@ class NeighborExchange {
   DeviceCalls device_calls_;  // this rank's calls on the device path (neighbor_devices.cc)
   Mailbox mailbox_;
   Outbox outbox_;
+  LaneQueue lanes_;  // receives of lanes from peers on other hosts
+  std::unordered_map<uint64_t, QueuedReceive> queued_receives_;       // by LaneQueue::Lane::id
+  std::unordered_map<TransferId, std::pair<int, int64_t>> budgeted_;  // (peer, bytes) in flight
+  uint64_t next_lane_id_ = 0;
   std::vector<Discard> discards_;
   bool departed_ = false;         // Depart() ran: nothing more is sent
   std::unordered_set<int> gone_;  // ranks whose goodbye arrived

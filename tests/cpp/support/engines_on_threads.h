@@ -14,10 +14,11 @@
 namespace flock::testing {
 
 // body(rank, engine) on `size` threads; every engine is started first and shut down after.
-// Each rank's engine gets config_of(rank).
+// Each rank's engine gets config_of(rank); ranks_per_host > 0 places them on pretend hosts.
 inline void OnRanks(int size, const std::function<Config(int)>& config_of,
-                    const std::function<void(int, Engine&)>& body) {
+                    const std::function<void(int, Engine&)>& body, int ranks_per_host = 0) {
   ThreadWorld world(size);
+  world.set_ranks_per_host(ranks_per_host);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {

@@ -21,6 +21,9 @@ class ThreadWorld {
  public:
   explicit ThreadWorld(int size);
   int size() const { return size_; }
+  // Pretend ranks r and s run on the same host when r / n == s / n (0: one host).
+  void set_ranks_per_host(int n) { ranks_per_host_ = n; }
+  int ranks_per_host() const { return ranks_per_host_; }
 
   // Every rank calls it; returns when all have (reusable).
   void Barrier();
@@ -38,6 +41,7 @@ class ThreadWorld {
 
  private:
   int size_;
+  int ranks_per_host_ = 0;
   std::mutex mutex_;
   std::condition_variable cv_;
   int arrived_ = 0;
@@ -77,6 +81,10 @@ class ThreadTransport final : public Transport {
   Result<bool> TestTransfer(TransferId id) override;
   void Abort(int code) override;
   bool threads_supported() const override { return true; }
+  bool on_this_host(int rank) const override {
+    const int n = world_.ranks_per_host();
+    return n <= 0 || rank < 0 || rank / n == rank_ / n;
+  }
 
  private:
   struct PendingRecv {

@@ -30,6 +30,7 @@ TEST(Config, ParsesEverySetting) {
                                            {"FLOCK_STALL_SHUTDOWN_S", "9"},
                                            {"FLOCK_LOCAL_SIZE", "2"},
                                            {"FLOCK_NEIGHBOR_INLINE_BYTES", "4096"},
+                                           {"FLOCK_NEIGHBOR_LANE_BUDGET", "0"},
                                            {"FLOCK_CACHE_CAPACITY", "16"},
                                            {"FLOCK_MALLOC_TUNING", "0"},
                                            {"FLOCK_QUIET", "1"}});
@@ -42,6 +43,8 @@ TEST(Config, ParsesEverySetting) {
   EXPECT_EQ(config.value().stall_shutdown_s, 9.0);
   EXPECT_EQ(config.value().local_size_override, 2);
   EXPECT_EQ(config.value().neighbor_inline_bytes, 4096);
+  EXPECT_EQ(config.value().neighbor_lane_budget_bytes, 0);
+  EXPECT_EQ(Config::FromMap({}).value().neighbor_lane_budget_bytes, 4 << 20);
   EXPECT_EQ(config.value().cache_capacity, 16);
   EXPECT_FALSE(config.value().malloc_tuning);
   EXPECT_TRUE(config.value().quiet);
@@ -120,7 +123,7 @@ TEST(Config, TableListsEverySettingOnce) {
     EXPECT_EQ(std::string(s.name).rfind("FLOCK_", 0), 0u);
     EXPECT_GT(std::string(s.doc).size(), 10u);
   }
-  EXPECT_EQ(names.size(), 13u);
+  EXPECT_EQ(names.size(), 14u);
 }
 
 }  // namespace

@@ -85,6 +85,27 @@ def test_neighbor_allreduce_exponential_graph(shape):
                              nr.mixed_bound(w, inputs, rank), "float32", "neighbor")
 
 
+@pytest.mark.parametrize("wait_order", ["submitted", "reversed"])
+def test_a_burst_of_lanes_beyond_the_budget(wait_order):
+    # 24 calls of 1.5 MiB: six times FLOCK_NEIGHBOR_LANE_BUDGET (4 MiB) per peer on
+    # another host, so most lanes wait in the queue and start newest first; every
+    # result must still be the reference's, whichever order they are waited in.
+    size, rank = bf.size(), bf.rank()
+    topology = tu.ExponentialTwoGraph(size)
+    assert bf.set_topology(topology)
+    w = nr.static_mixing(topology, weighted=False)
+    calls = range(24)
+    inputs = {k: _inputs(40 + k, "float32", (3 << 17,)) for k in calls}
+    handles = {k: bf.neighbor_allreduce_nonblocking(
+        to_torch(inputs[k][rank], "float32"), name="cluster.burst.{}".format(k))
+        for k in calls}
+    for k in (calls if wait_order == "submitted" else reversed(calls)):
+        got = bf.synchronize(handles[k])
+        nr.assert_weighted_close(got.double().numpy(), nr.mixed(w, inputs[k], rank),
+                                 nr.mixed_bound(w, inputs[k], rank), "float32",
+                                 "burst call {}".format(k))
+
+
 @pytest.mark.parametrize("shape", [(7,), LARGE])
 def test_hierarchical_static_machine_ring(shape):
     machines, rank = bf.machine_size(), bf.rank()
