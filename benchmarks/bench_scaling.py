@@ -44,7 +44,9 @@ step's slowest rank), "step_median_s", "step_times", "wait_times"} per case.
 """
 
 import argparse
+import faulthandler
 import json
+import signal
 import statistics
 import sys
 import time
@@ -196,6 +198,7 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # kill -USR1: where a hang is
     torch.set_num_threads(1)  # ranks share the cores; the compute is sleeps anyway
     bf.init()
     torch.manual_seed(bf.rank())

@@ -31,8 +31,10 @@ would carry into every efficiency.
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -47,7 +49,7 @@ MODELS = {
     "mobilenet_v2": {"bytes": 3_504_872 * 4, "ratio": 0.75},
 }
 METHODS = report.METHODS
-JOB_TIMEOUT_S = 900
+HUNG = []  # the cases whose job hung (and were left out), for the report
 
 
 def compute_seconds(model, reference_rate):
@@ -55,26 +57,84 @@ def compute_seconds(model, reference_rate):
     return spec["ratio"] * spec["bytes"] * 8 / emu.rate_bits_per_second(reference_rate)
 
 
-def run_job(cluster, hosts, per_host, model, compute_s, args):
-    """One flockrun job on `hosts` hosts; returns its JSON records."""
+def run_methods(cluster, hosts, model, compute_s, args):
+    """Every method on `hosts` hosts: one job, and after a hang a new job for the methods
+    after the one that hung (it is left out)."""
+    records, methods = [], list(args.methods)
+    while methods:
+        found, hung = run_job(cluster, hosts, args.ranks_per_host, model, compute_s, args,
+                              methods)
+        records += found
+        if not hung:
+            break
+        rest = [m for m in methods if m not in {r["method"] for r in found}]
+        HUNG.append("{} on {} hosts, links {}: {}".format(model, hosts, cluster.rate or "none",
+                                                          rest[0]))
+        print("scaling: {} hung, left out".format(HUNG[-1]), file=sys.stderr)
+        methods = rest[1:]
+    return records
+
+
+def run_job(cluster, hosts, per_host, model, compute_s, args, methods):
+    """One flockrun job on `hosts` hosts; returns (its JSON records, whether it hung)."""
     env = cluster.environment()
     command = ["flockrun", "-np", str(hosts * per_host), "-H",
                ",".join("h{}:{}".format(h, per_host) for h in range(1, hosts + 1)),
                sys.executable, os.path.join(HERE, "bench_scaling.py"), "--model", model,
                "--compute-s", "{:.4f}".format(compute_s), "--warmup", str(args.warmup),
-               "--steps", str(args.steps), "--mode", args.mode, "--methods", *args.methods]
+               "--steps", str(args.steps), "--mode", args.mode, "--methods", *methods]
     if args.no_overlap:
         command.append("--no-overlap")
+    hung = False
+    # A session of its own, so that a hung job can be ended whole (mpirun and its ranks
+    # outlive a killed flockrun, and would take the cores from the jobs after it).
+    job = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, cwd=ROOT, start_new_session=True)
     try:
-        job = subprocess.run(command, env=env, capture_output=True, text=True,
-                             timeout=JOB_TIMEOUT_S, cwd=ROOT)
+        stdout, stderr = job.communicate(timeout=args.job_timeout)
+        if job.returncode != 0:
+            print("scaling: {} on {} hosts failed:\n{}".format(model, hosts, stderr[-3000:]),
+                  file=sys.stderr)
     except subprocess.TimeoutExpired:
-        print("scaling: {} on {} hosts timed out".format(model, hosts), file=sys.stderr)
-        return []
-    if job.returncode != 0:
-        print("scaling: {} on {} hosts failed:\n{}".format(model, hosts, job.stderr[-3000:]),
-              file=sys.stderr)
-    return [json.loads(line) for line in job.stdout.splitlines() if line.startswith("{")]
+        stdout, stderr = end_job(cluster, job)
+        hung = True
+        # The methods that finished before the hang still count; the ranks' stacks are in
+        # the log.
+        log = os.path.join(args.out, "hung-{}-{}hosts-{}.log".format(
+            model, hosts, methods[0]))
+        with open(log, "w") as out:
+            out.write(stderr)
+        print("scaling: {} on {} hosts timed out after {} s; the ranks' stacks: {}".format(
+            model, hosts, args.job_timeout, log), file=sys.stderr)
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")], hung
+
+
+def end_job(cluster, job):
+    """Stops a hung job: SIGTERM to flockrun (it ends mpirun and the ranks), then SIGKILL
+    to its session and to what is left in the hosts; returns its (stdout, stderr)."""
+    for index in range(1, cluster.hosts + 1):
+        dump_stacks(cluster.namespace(index))
+    time.sleep(3)  # for the stacks to reach flockrun's output
+    job.terminate()
+    try:
+        return job.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        for index in range(1, cluster.hosts + 1):
+            emu.netns.kill_processes(cluster.namespace(index))
+        return job.communicate()
+
+
+def dump_stacks(namespace):
+    """SIGUSR1 to the benchmark's ranks in a host: each prints its Python stacks
+    (bench_scaling.py registers faulthandler), which say where the job hung."""
+    for pid in emu.netns.run(["ip", "netns", "pids", namespace], check=False).split():
+        try:
+            with open("/proc/{}/cmdline".format(pid), "rb") as cmdline:
+                if b"bench_scaling.py" in cmdline.read():
+                    os.kill(int(pid), signal.SIGUSR1)
+        except (OSError, ValueError):
+            pass  # ended meanwhile
 
 
 def parse_args(argv):
@@ -96,6 +156,8 @@ def parse_args(argv):
     parser.add_argument("--batch", type=int, default=64, help="images per rank per step")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--job-timeout", type=float, default=900,
+                        help="seconds one flockrun job (all methods) may take")
     parser.add_argument("--out", default=os.path.join(ROOT, "out", "scaling"))
     parser.add_argument("--json-summary", metavar="FILE",
                         help="also write [{model, rate, method, hosts, images_per_s, "
@@ -129,6 +191,9 @@ def main(argv=None):
     markdown = os.path.join(args.out, "scaling.md")
     with open(markdown, "w") as out:
         out.write("# Scaling on emulated hosts\n\n" + "\n".join(tables))
+        if HUNG:
+            out.write("\nHung (left out; the ranks' stacks are in hung-*.log):\n\n" +
+                      "".join("- {}\n".format(case) for case in HUNG))
     print("tables: " + os.path.relpath(markdown, ROOT))
     if args.json_summary:
         report.write_summary(records, args.json_summary)
@@ -149,8 +214,7 @@ def measure(args):
             for hosts in args.hosts:
                 for model in args.models:
                     compute_s = compute_seconds(model, args.reference_rate)
-                    for record in run_job(cluster, hosts, args.ranks_per_host, model,
-                                          compute_s, args):
+                    for record in run_methods(cluster, hosts, model, compute_s, args):
                         record["rate"] = rate
                         records.append(record)
                         print(json.dumps(record), file=sys.stderr, flush=True)
