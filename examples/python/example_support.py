@@ -13,19 +13,23 @@ DIST_OPTIMIZERS = ["neighbor_allreduce", "hierarchical_neighbor_allreduce", "all
                    "gradient_allreduce", "empty", "win_put"]
 
 
-def make_dist_optimizer(name, optimizer, model, atc_style=False, num_steps_per_communication=1):
-    """Wraps `optimizer` as Bluefog's examples do for --dist-optimizer / --atc-style."""
+def make_dist_optimizer(name, optimizer, model, atc_style=False, num_steps_per_communication=1,
+                        compression=None):
+    """Wraps `optimizer` as Bluefog's examples do for --dist-optimizer / --atc-style
+    (compression: flock's, "fp16" or "bf16"; not for win_put)."""
     steps = num_steps_per_communication
     if name == "gradient_allreduce":
-        return bf.DistributedGradientAllreduceOptimizer(optimizer, model=model,
-                                                        num_steps_per_communication=steps)
+        return bf.DistributedGradientAllreduceOptimizer(
+            optimizer, model=model, num_steps_per_communication=steps, compression=compression)
     if name == "win_put":
+        if compression not in (None, "none"):
+            raise SystemExit("--compression does not apply to win_put (window ops send as is)")
         return bf.DistributedWinPutOptimizer(optimizer, model=model,
                                              num_steps_per_communication=steps)
     wrap = (bf.DistributedAdaptThenCombineOptimizer if atc_style
             else bf.DistributedAdaptWithCombineOptimizer)
     return wrap(optimizer, model=model, communication_type=bf.CommunicationType[name],
-                num_steps_per_communication=steps)
+                num_steps_per_communication=steps, compression=compression)
 
 
 class DynamicTopology:

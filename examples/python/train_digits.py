@@ -52,6 +52,8 @@ def parse_args(argv=None):
                    help="one-peer dynamic topology (neighbor ops): one neighbour per step")
     p.add_argument("--atc", "--atc-style", action="store_true",
                    help="adapt-then-combine instead of adapt-with-combine")
+    p.add_argument("--compression", choices=["none", "fp16", "bf16"], default="none",
+                   help="what the optimizer sends travels in half precision")
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=32, help="per rank")
     p.add_argument("--lr", type=float, default=0.05)
@@ -64,7 +66,10 @@ def parse_args(argv=None):
     p.add_argument("--slow-rank", type=int, default=-1,
                    help="this rank's emulated compute takes twice --step-ms")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.dist_optimizer in WINDOW_OPTIMIZERS and args.compression != "none":
+        p.error("--compression applies to the synchronous optimizers, not to window ops")
+    return args
 
 
 def load_data(seed):
@@ -89,7 +94,8 @@ def make_model(hidden, seed):
 
 def make_optimizer(args, model):
     base = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
-    return make_dist_optimizer(args.dist_optimizer, base, model, atc_style=args.atc)
+    return make_dist_optimizer(args.dist_optimizer, base, model, atc_style=args.atc,
+                               compression=args.compression)
 
 
 def evaluate(model, x, y):
@@ -99,7 +105,9 @@ def evaluate(model, x, y):
 
 
 def flat_parameters(model):
-    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    # Through state_dict(): it writes a combination that adapt-then-combine's step() left
+    # in flight (overlap_next_forward), which reading model.parameters() would miss.
+    return torch.cat([p.detach().reshape(-1) for p in model.state_dict().values()])
 
 
 def consensus_distance(model, name):

@@ -13,8 +13,12 @@ layout), it still submits the request with the reason attached, so the op
 fails on every rank instead of leaving the others waiting.
 """
 
+import functools
+import inspect
+
 from flock._args import as_rank
 from flock._core_loader import core
+from flock.compression import resolve as resolve_compression
 from flock.reduce_op import resolve_reduce_op
 
 # handle -> function that turns the finished op into the caller's result. It
@@ -144,6 +148,46 @@ def allgather_nonblocking(adapter, tensor, name=None, wait_follows=False):
 
 def barrier():
     synchronize(core.enqueue_barrier(wait_follows=True))
+
+
+def compressible(adapter, inplace, blocking):
+    """Gives an op of a framework module the keyword ``compression=``: a floating-point
+    tensor is sent as a narrowed copy (flock/compression.py) and the result comes back
+    in the tensor's dtype — written into the tensor by the in-place forms."""
+
+    def wrap(op):
+        @functools.wraps(op)
+        def call(tensor, *args, compression=None, **kwargs):
+            wire = resolve_compression(compression).wire if compression is not None else None
+            narrow = adapter.narrowed(tensor, wire) if wire is not None else None
+            if narrow is None:
+                return op(tensor, *args, **kwargs)
+            if blocking:
+                return _widened(adapter, op(narrow, *args, **kwargs), tensor, inplace)
+            handle = op(narrow, *args, **kwargs)
+            finish = _finishers.get(handle, lambda _: None)
+            _finishers[handle] = lambda gathered: _widened(adapter, finish(gathered), tensor,
+                                                           inplace)
+            return handle
+
+        signature = inspect.signature(op)
+        keyword = inspect.Parameter("compression", inspect.Parameter.KEYWORD_ONLY, default=None)
+        call.__signature__ = signature.replace(
+            parameters=list(signature.parameters.values()) + [keyword])
+        return call
+
+    return wrap
+
+
+def _widened(adapter, result, tensor, inplace):
+    """A compressed op's result in ``tensor``'s dtype (written into it when in place)."""
+    if result is None:
+        return None
+    value = adapter.widened(result, tensor)
+    if not inplace:
+        return value
+    adapter.copy_into(tensor, value)
+    return tensor
 
 
 def _deliver(adapter, tensor, result, inplace):

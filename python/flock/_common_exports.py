@@ -12,6 +12,7 @@ from flock.basics import (get_skip_negotiate_stage, init, is_homogeneous,  # noq
                           mpi_threads_supported, nccl_built, rank, resume,
                           set_skip_negotiate_stage, shutdown, size, suspend,
                           unified_mpi_window_model_supported)
+from flock.compression import Compression  # noqa: F401
 from flock.engine import engine_counters  # noqa: F401
 from flock.errors import (FlockAbortedError, FlockError, FlockInvalidArgumentError,  # noqa: F401
                           FlockMismatchError, FlockNotInitializedError, FlockTransportError,
@@ -29,8 +30,8 @@ __all__ = [
     # errors
     "FlockError", "FlockInvalidArgumentError", "FlockMismatchError", "FlockNotInitializedError",
     "FlockUnsupportedError", "FlockTransportError", "FlockAbortedError",
-    # reduction ops
-    "ReduceOp", "Sum", "Average", "Min", "Max", "Product",
+    # reduction ops, compression
+    "ReduceOp", "Sum", "Average", "Min", "Max", "Product", "Compression",
     # timeline and counters
     "timeline_start", "timeline_stop", "timeline_start_activity", "timeline_end_activity",
     "timeline_context", "engine_counters",

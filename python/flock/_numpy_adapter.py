@@ -60,3 +60,19 @@ def import_capsule(capsule, like):
     """The engine's output array (zero copy), with ``like``'s dtype."""
     array = np.from_dlpack(_CapsuleHolder(capsule))
     return array.view(np.bool_) if like.dtype == np.bool_ else array
+
+
+def narrowed(array, wire):
+    """A copy of ``array`` in the dtype named ``wire``, or None when it would not be
+    smaller (not floating point, or at most 16 bits wide already)."""
+    if wire == "bfloat16":
+        raise TypeError("numpy has no bfloat16: use compression=Compression.fp16")
+    if not isinstance(array, (np.ndarray, np.generic)) or array.dtype.kind != "f" or \
+            array.dtype.itemsize <= 2:
+        return None  # the op sends it as it is (or reports what it is on every rank)
+    return array.astype(np.float16, order="C")
+
+
+def widened(result, like):
+    """``result`` (a narrowed op's output) in ``like``'s dtype."""
+    return result.astype(np.asarray(like).dtype)

@@ -82,3 +82,21 @@ def import_capsule(capsule, like):
     """The engine's output tensor (zero copy), with ``like``'s dtype."""
     tensor = _from_capsule(capsule)
     return tensor.view(torch.bool) if like.dtype == torch.bool else tensor
+
+
+_WIRE_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def narrowed(tensor, wire):
+    """A copy of ``tensor`` in the dtype named ``wire``, or None when it would not be
+    smaller (not floating point, or at most 16 bits wide already)."""
+    if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point() or \
+            tensor.element_size() <= 2:
+        return None  # the op sends it as it is (or reports what it is on every rank)
+    with torch.no_grad():
+        return tensor.detach().to(_WIRE_DTYPES[wire], memory_format=torch.contiguous_format)
+
+
+def widened(result, like):
+    """``result`` (a narrowed op's output) in ``like``'s dtype."""
+    return result.to(like.dtype)

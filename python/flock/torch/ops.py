@@ -1,7 +1,9 @@
 """Collectives on torch tensors, with Bluefog's names and arguments.
 
 ``op`` (flock's addition) picks sum, average, min, max or product; Bluefog's
-``average`` flag still works. Functions ending in ``_`` work in place;
+``average`` flag still works. Every op also takes ``compression=`` (keyword only:
+``flock.Compression.fp16`` / ``.bf16`` send floating-point tensors in half precision,
+flock/compression.py). Functions ending in ``_`` work in place;
 ``*_nonblocking`` ones return a handle for ``synchronize`` / ``wait`` / ``poll``.
 
 flock.numpy's ops (numpy/_ops.py) are generated from this file by
@@ -28,6 +30,7 @@ poll = _public(_c.poll)
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=False)
 def allreduce_nonblocking(tensor, average=None, is_hierarchical_local=False, name=None, *,
                           op=None):
     """Starts an allreduce (average by default) and returns its handle."""
@@ -35,6 +38,7 @@ def allreduce_nonblocking(tensor, average=None, is_hierarchical_local=False, nam
 
 
 @_public
+@_c.compressible(_adapter, inplace=True, blocking=False)
 def allreduce_nonblocking_(tensor, average=None, is_hierarchical_local=False, name=None, *,
                            op=None):
     """Starts an in-place allreduce and returns its handle."""
@@ -43,6 +47,7 @@ def allreduce_nonblocking_(tensor, average=None, is_hierarchical_local=False, na
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=True)
 def allreduce(tensor, average=None, is_hierarchical_local=False, name=None, *, op=None):
     """The reduction over all ranks (average by default; ``op`` picks sum/min/max/product).
 
@@ -53,6 +58,7 @@ def allreduce(tensor, average=None, is_hierarchical_local=False, name=None, *, o
 
 
 @_public
+@_c.compressible(_adapter, inplace=True, blocking=True)
 def allreduce_(tensor, average=None, is_hierarchical_local=False, name=None, *, op=None):
     """Like allreduce, writing the result into ``tensor`` (returned)."""
     return _c.synchronize(_c.allreduce_nonblocking(_adapter, tensor, average, name, op,
@@ -61,16 +67,19 @@ def allreduce_(tensor, average=None, is_hierarchical_local=False, name=None, *, 
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=False)
 def broadcast_nonblocking(tensor, root_rank, name=None):
     return _c.broadcast_nonblocking(_adapter, tensor, root_rank, name)
 
 
 @_public
+@_c.compressible(_adapter, inplace=True, blocking=False)
 def broadcast_nonblocking_(tensor, root_rank, name=None):
     return _c.broadcast_nonblocking(_adapter, tensor, root_rank, name, inplace=True)
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=True)
 def broadcast(tensor, root_rank, name=None):
     """A copy of ``root_rank``'s tensor on every rank."""
     return _c.synchronize(_c.broadcast_nonblocking(_adapter, tensor, root_rank, name,
@@ -78,6 +87,7 @@ def broadcast(tensor, root_rank, name=None):
 
 
 @_public
+@_c.compressible(_adapter, inplace=True, blocking=True)
 def broadcast_(tensor, root_rank, name=None):
     """Overwrites ``tensor`` with ``root_rank``'s tensor (returned)."""
     return _c.synchronize(_c.broadcast_nonblocking(_adapter, tensor, root_rank, name,
@@ -85,17 +95,20 @@ def broadcast_(tensor, root_rank, name=None):
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=False)
 def allgather_nonblocking(tensor, name=None):
     return _c.allgather_nonblocking(_adapter, tensor, name)
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=True)
 def allgather(tensor, name=None):
     """Every rank's tensor concatenated along dim 0 (dim 0 may differ between ranks)."""
     return _c.synchronize(_c.allgather_nonblocking(_adapter, tensor, name, wait_follows=True))
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=False)
 def neighbor_allreduce_nonblocking(tensor, self_weight=None, src_weights=None, dst_weights=None,
                                    enable_topo_check=True, name=None):
     """Starts a neighbor_allreduce (see neighbor_allreduce) and returns its handle."""
@@ -104,6 +117,7 @@ def neighbor_allreduce_nonblocking(tensor, self_weight=None, src_weights=None, d
 
 
 @_public
+@_c.compressible(_adapter, inplace=True, blocking=False)
 def neighbor_allreduce_nonblocking_(tensor, self_weight=None, src_weights=None, dst_weights=None,
                                     enable_topo_check=True, name=None):
     """Starts an in-place neighbor_allreduce and returns its handle."""
@@ -112,6 +126,7 @@ def neighbor_allreduce_nonblocking_(tensor, self_weight=None, src_weights=None, 
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=True)
 def neighbor_allreduce(tensor, self_weight=None, src_weights=None, dst_weights=None,
                        enable_topo_check=True, name=None):
     """Weighted average with the neighbours: self_weight·t + Σ src_weights[j]·t_j.
@@ -127,6 +142,7 @@ def neighbor_allreduce(tensor, self_weight=None, src_weights=None, dst_weights=N
 
 
 @_public
+@_c.compressible(_adapter, inplace=True, blocking=True)
 def neighbor_allreduce_(tensor, self_weight=None, src_weights=None, dst_weights=None,
                         enable_topo_check=True, name=None):
     """Like neighbor_allreduce, writing the result into ``tensor`` (returned)."""
@@ -136,6 +152,7 @@ def neighbor_allreduce_(tensor, self_weight=None, src_weights=None, dst_weights=
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=False)
 def neighbor_allgather_nonblocking(tensor, src_ranks=None, dst_ranks=None, *,
                                    enable_topo_check=True, name=None):
     return _n.neighbor_allgather_nonblocking(_adapter, tensor, src_ranks, dst_ranks,
@@ -143,6 +160,7 @@ def neighbor_allgather_nonblocking(tensor, src_ranks=None, dst_ranks=None, *,
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=True)
 def neighbor_allgather(tensor, src_ranks=None, dst_ranks=None, *, enable_topo_check=True,
                        name=None):
     """The in-neighbours' tensors concatenated on dim 0 (in_neighbor_ranks() order, or
@@ -156,12 +174,14 @@ def neighbor_allgather(tensor, src_ranks=None, dst_ranks=None, *, enable_topo_ch
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=False)
 def pair_gossip_nonblocking(tensor, target_rank, self_weight=0.5, pair_weight=0.5, name=None):
     return _n.pair_gossip_nonblocking(_adapter, tensor, target_rank, self_weight, pair_weight,
                                       name)
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=True)
 def pair_gossip(tensor, target_rank, self_weight=0.5, pair_weight=0.5, name=None):
     """self_weight·t + pair_weight·(target_rank's t); target_rank pairs with this rank."""
     return _c.synchronize(_n.pair_gossip_nonblocking(_adapter, tensor, target_rank, self_weight,
@@ -169,6 +189,7 @@ def pair_gossip(tensor, target_rank, self_weight=0.5, pair_weight=0.5, name=None
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=False)
 def hierarchical_neighbor_allreduce_nonblocking(tensor, self_weight=None,
                                                 src_machine_weights=None,
                                                 dst_machine_weights=None,
@@ -179,6 +200,7 @@ def hierarchical_neighbor_allreduce_nonblocking(tensor, self_weight=None,
 
 
 @_public
+@_c.compressible(_adapter, inplace=False, blocking=True)
 def hierarchical_neighbor_allreduce(tensor, self_weight=None, src_machine_weights=None,
                                     dst_machine_weights=None, enable_topo_check=False,
                                     name=None):

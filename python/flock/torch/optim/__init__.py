@@ -3,7 +3,9 @@
     optimizer = bf.DistributedAdaptWithCombineOptimizer(torch.optim.SGD(...), model)
 
 The returned object is your optimizer (same class, state and hyperparameters)
-that now also communicates; see docs/training.md for which to choose.
+that now also communicates; see docs/training.md for which to choose. The
+gradient-allreduce and combine optimizers take ``compression=`` (flock.Compression.fp16
+or .bf16: what they send travels in half precision, flock/compression.py).
 """
 
 from flock.torch.optim._base import wrap
@@ -13,27 +15,29 @@ from flock.torch.optim._gradient_allreduce import GradientAllreduceMixin
 from flock.torch.optim._windows import PullGetMixin, PushSumMixin, WinPutMixin
 
 
-def DistributedGradientAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1):
+def DistributedGradientAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1,
+                                          compression=None):
     """Every rank steps with the gradient averaged over all ranks (allreduce per parameter,
     launched from the backward pass). num_steps_per_communication = J: up to J backward
     passes accumulate before a step(); every step() averages (docs/training.md)."""
-    return wrap(optimizer, GradientAllreduceMixin, model, num_steps_per_communication)
+    return wrap(optimizer, GradientAllreduceMixin, model, num_steps_per_communication,
+                compression)
 
 
 def DistributedAdaptWithCombineOptimizer(optimizer, model=None,
                                          communication_type=CommunicationType.neighbor_allreduce,
-                                         num_steps_per_communication=1):
+                                         num_steps_per_communication=1, compression=None):
     """x ← combine(x) − lr·g(x): parameters are exchanged during the forward and backward
     pass; the J-th training forward pass (J = num_steps_per_communication) since the last
     exchange sends them, and the step() after it combines."""
     return wrap(optimizer, AdaptWithCombineMixin, model, communication_type,
-                num_steps_per_communication)
+                num_steps_per_communication, compression)
 
 
 def DistributedAdaptThenCombineOptimizer(optimizer, model=None,
                                          communication_type=CommunicationType.neighbor_allreduce,
                                          num_steps_per_communication=1,
-                                         overlap_next_forward=True):
+                                         overlap_next_forward=True, compression=None):
     """x ← combine(x − lr·g(x)) with the wrapped optimizer's own update rule, each parameter
     updated (with its accumulated p.grad) and sent as soon as its gradient of the J-th
     backward pass (J = num_steps_per_communication) is complete; the step() after it
@@ -44,27 +48,31 @@ def DistributedAdaptThenCombineOptimizer(optimizer, model=None,
     synchronize(), model.state_dict(), optimizer.state_dict()), so the exchange also
     overlaps the next forward pass. False: step() waits (docs/training.md)."""
     return wrap(optimizer, AdaptThenCombineMixin, model, communication_type,
-                num_steps_per_communication, overlap_next_forward)
+                num_steps_per_communication, overlap_next_forward, compression)
 
 
-def DistributedNeighborAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1):
+def DistributedNeighborAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1,
+                                          compression=None):
     """Bluefog's alias: adapt-with-combine over neighbor_allreduce."""
     return DistributedAdaptWithCombineOptimizer(
-        optimizer, model, CommunicationType.neighbor_allreduce, num_steps_per_communication)
+        optimizer, model, CommunicationType.neighbor_allreduce, num_steps_per_communication,
+        compression)
 
 
 def DistributedHierarchicalNeighborAllreduceOptimizer(optimizer, model=None,
-                                                      num_steps_per_communication=1):
+                                                      num_steps_per_communication=1,
+                                                      compression=None):
     """Bluefog's alias: adapt-with-combine over hierarchical_neighbor_allreduce."""
     return DistributedAdaptWithCombineOptimizer(
         optimizer, model, CommunicationType.hierarchical_neighbor_allreduce,
-        num_steps_per_communication)
+        num_steps_per_communication, compression)
 
 
-def DistributedAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1):
+def DistributedAllreduceOptimizer(optimizer, model=None, num_steps_per_communication=1,
+                                  compression=None):
     """Bluefog's alias: adapt-with-combine over allreduce (parameters averaged globally)."""
     return DistributedAdaptWithCombineOptimizer(
-        optimizer, model, CommunicationType.allreduce, num_steps_per_communication)
+        optimizer, model, CommunicationType.allreduce, num_steps_per_communication, compression)
 
 
 def DistributedWinPutOptimizer(optimizer, model=None, num_steps_per_communication=1,

@@ -28,6 +28,7 @@ import weakref
 
 import torch
 
+from flock.compression import resolve as resolve_compression
 from flock.torch import ops
 
 # id(parameter) -> (weakref to it, weakref to the optimizer it belongs to). Tensors compare
@@ -54,7 +55,8 @@ class DistributedOptimizerMixin:
 
     _flock_kind = "distributed"  # prefix of the communication names
 
-    def _flock_setup(self, model, num_steps_per_communication):
+    def _flock_setup(self, model, num_steps_per_communication, compression=None):
+        self.compression = resolve_compression(compression)
         if isinstance(num_steps_per_communication, bool) or not isinstance(
                 num_steps_per_communication, numbers.Integral) or num_steps_per_communication < 1:
             raise ValueError("num_steps_per_communication must be an integer >= 1, got {!r}"

@@ -64,7 +64,8 @@ def communication_type_of(value):
 class CombineMixin(DistributedOptimizerMixin):
     """The knobs, the pass count and the combine step shared by AWC and ATC."""
 
-    def _flock_setup(self, model, communication_type, num_steps_per_communication):
+    def _flock_setup(self, model, communication_type, num_steps_per_communication,
+                     compression=None):
         self.communication_type = communication_type
         self.self_weight = None
         self.src_weights = None
@@ -74,7 +75,7 @@ class CombineMixin(DistributedOptimizerMixin):
         self.enable_topo_check = True
         self._flock_passes = 0  # passes counted since the last exchanging step
         self._flock_pass_seen = False  # whether one was counted since the last step()
-        super()._flock_setup(model, num_steps_per_communication)
+        super()._flock_setup(model, num_steps_per_communication, compression)
 
     @property
     def communication_type(self):
@@ -117,14 +118,16 @@ class CombineMixin(DistributedOptimizerMixin):
         if kind is CommunicationType.neighbor_allreduce:
             handle = ops.neighbor_allreduce_nonblocking(
                 tensor, self_weight=self.self_weight, src_weights=self.src_weights,
-                dst_weights=self.dst_weights, enable_topo_check=self.enable_topo_check, name=name)
+                dst_weights=self.dst_weights, enable_topo_check=self.enable_topo_check, name=name,
+                compression=self.compression)
         elif kind is CommunicationType.hierarchical_neighbor_allreduce:
             handle = ops.hierarchical_neighbor_allreduce_nonblocking(
                 tensor, self_weight=self.self_weight, src_machine_weights=self.src_machine_weights,
                 dst_machine_weights=self.dst_machine_weights,
-                enable_topo_check=self.enable_topo_check, name=name)
+                enable_topo_check=self.enable_topo_check, name=name, compression=self.compression)
         elif kind is CommunicationType.allreduce:
-            handle = ops.allreduce_nonblocking(tensor, average=True, name=name)
+            handle = ops.allreduce_nonblocking(tensor, average=True, name=name,
+                                               compression=self.compression)
         else:
             handle = None
         self._flock_handles[p] = handle
@@ -163,8 +166,9 @@ class CombineMixin(DistributedOptimizerMixin):
 class AdaptWithCombineMixin(CombineMixin):
     _flock_kind = "awc"
 
-    def _flock_setup(self, model, communication_type, num_steps_per_communication):
-        super()._flock_setup(model, communication_type, num_steps_per_communication)
+    def _flock_setup(self, model, communication_type, num_steps_per_communication,
+                     compression=None):
+        super()._flock_setup(model, communication_type, num_steps_per_communication, compression)
         self._flock_hook_forward(model, AdaptWithCombineMixin._flock_count_forward,
                                  AdaptWithCombineMixin._flock_forward, self._flock_hooked)
 
@@ -195,11 +199,11 @@ class AdaptThenCombineMixin(DeferredCombineMixin, CombineMixin):
     _flock_kind = "atc"
 
     def _flock_setup(self, model, communication_type, num_steps_per_communication,
-                     overlap_next_forward=True):
+                     overlap_next_forward=True, compression=None):
         self._flock_group_of = None
         self._flock_param_passes = {}  # parameter -> backward passes since the last exchange
         self._flock_adapted = set()  # parameters the wrapped optimizer updated this step
-        super()._flock_setup(model, communication_type, num_steps_per_communication)
+        super()._flock_setup(model, communication_type, num_steps_per_communication, compression)
         self._flock_setup_deferral(model, overlap_next_forward)
 
     def _flock_register(self, p):

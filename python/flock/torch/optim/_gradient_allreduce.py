@@ -21,9 +21,9 @@ from flock._public import public
 class GradientAllreduceMixin(DistributedOptimizerMixin):
     _flock_kind = "gradient_allreduce"
 
-    def _flock_setup(self, model, num_steps_per_communication):
+    def _flock_setup(self, model, num_steps_per_communication, compression=None):
         self._flock_passes = {}  # parameter -> backward passes since the last step
-        super()._flock_setup(model, num_steps_per_communication)
+        super()._flock_setup(model, num_steps_per_communication, compression)
 
     def _flock_register(self, p):
         # Counted before the gradient is added into p.grad, so a pass too many is refused
@@ -49,7 +49,7 @@ class GradientAllreduceMixin(DistributedOptimizerMixin):
         if p.grad is None:
             p.grad = torch.zeros_like(p)  # every rank must take part
         self._flock_handles[p] = ops.allreduce_nonblocking_(
-            p.grad, average=True, name=self._flock_name(p, "grad"))
+            p.grad, average=True, name=self._flock_name(p, "grad"), compression=self.compression)
 
     @public
     def synchronize(self):
