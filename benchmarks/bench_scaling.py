@@ -170,6 +170,7 @@ def record(args, method, rows):
     # should cover whole schedule periods.
     return {"model": args.model, "method": method, "mode": args.mode,
             "overlap": args.mode == "hooks" and not args.no_overlap,
+            "compression": args.compression,
             "ranks": bf.size(), "machines": bf.machine_size(), "compute_s": args.compute_s,
             "step_s": mean(0), "wait_s": mean(5), "apply_s": mean(3), "fwd_bwd_s": mean(1),
             "step_call_s": mean(2), "step_median_s": statistics.median(columns[0]),
@@ -187,10 +188,14 @@ def parse_args(argv):
                              "hand: ops submitted by hand (no ddp)")
     parser.add_argument("--no-overlap", action="store_true",
                         help="hooks mode: ATC with overlap_next_forward=False (step() waits)")
+    parser.add_argument("--compression", choices=("none", "fp16"), default="none",
+                        help="hooks mode: flock's compression=fp16, DDP's fp16_compress_hook")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=6,
                         help="timed steps; 6 covers whole one-peer periods at 2, 4, 8 ranks")
     args = parser.parse_args(argv)
+    if args.mode == "hand" and args.compression != "none":
+        parser.error("--compression is for the hooks mode")
     if args.mode == "hand":
         args.methods = [m for m in args.methods if m != "ddp"]  # DDP has no hand mode
     return args
@@ -210,7 +215,8 @@ def main(argv=None):
                             args.steps)
         else:
             rows = scaling_hooks.run_case(args.model, method, args.compute_s, args.warmup,
-                                          args.steps, overlap=not args.no_overlap)
+                                          args.steps, overlap=not args.no_overlap,
+                                          compression=args.compression)
         if bf.rank() == 0:
             print(json.dumps(record(args, method, rows)), flush=True)
     scaling_hooks.ddp_support.destroy_process_group()

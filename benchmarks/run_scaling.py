@@ -18,7 +18,7 @@ Compute per step is set as a ratio r to the time one gradient set takes over one
 
     sudo PATH=$PWD/.venv/bin:$PATH python benchmarks/run_scaling.py \
         [--rates 1gbit none] [--hosts 1 2 4] [--models resnet50 mobilenet_v2] \
-        [--mode hooks|hand] [--no-overlap] [--json-summary FILE]
+        [--mode hooks|hand] [--no-overlap] [--compression fp16] [--json-summary FILE]
 
 Throughput is images/s at --batch images per rank per step; speedup = throughput(N hosts)
 / throughput(1 host); efficiency = speedup / N; wait share = the mean time communication
@@ -85,6 +85,8 @@ def run_job(cluster, hosts, per_host, model, compute_s, args, methods):
                "--steps", str(args.steps), "--mode", args.mode, "--methods", *methods]
     if args.no_overlap:
         command.append("--no-overlap")
+    if args.compression != "none":
+        command += ["--compression", args.compression]
     hung = False
     # A session of its own, so that a hung job can be ended whole (mpirun and its ranks
     # outlive a killed flockrun, and would take the cores from the jobs after it).
@@ -151,6 +153,8 @@ def parse_args(argv):
                              "hand: ops submitted by hand (no ddp)")
     parser.add_argument("--no-overlap", action="store_true",
                         help="hooks mode: ATC with overlap_next_forward=False")
+    parser.add_argument("--compression", choices=("none", "fp16"), default="none",
+                        help="hooks mode: flock's compression=fp16, DDP's fp16_compress_hook")
     parser.add_argument("--reference-rate", default="1gbit",
                         help="the link rate the compute ratio r refers to")
     parser.add_argument("--batch", type=int, default=64, help="images per rank per step")

@@ -16,7 +16,8 @@ backward, optimizer.step(). Communication is launched by what the user would use
     ddp                 torch DistributedDataParallel over gloo, plain SGD
 
 ATC gets overlap_next_forward (step() does not wait; each module's forward pre-hook in
-the next pass waits for its parameters) unless --no-overlap.
+the next pass waits for its parameters) unless --no-overlap. --compression fp16 gives
+flock's optimizers compression=fp16 and DDP torch's fp16_compress_hook.
 
 Each step k is timed on every rank: T = from its start to the next step's start (so a
 wait in the next forward pass counts in the step whose exchange it waited for), the
@@ -34,6 +35,7 @@ import sys
 import time
 
 import torch
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 import flock.torch as bf
 from flock import topology as tu
@@ -96,19 +98,26 @@ def set_topology(method):
         bf.set_machine_topology(tu.ExponentialTwoGraph(bf.machine_size()))
 
 
-def make_training(method, model, overlap):
-    """(model to call, optimizer, its TimedSGD) for `method` on the synthetic model."""
+def make_training(method, model, overlap, compression="none"):
+    """(model to call, optimizer, its TimedSGD) for `method` on the synthetic model.
+    compression "fp16": flock's optimizers get compression=fp16, DDP torch's own
+    fp16_compress_hook (gradients allreduced in float16), so the peer compresses too."""
     sgd = TimedSGD(model.parameters(), lr=LR)
     if method == "ddp":
         ddp_support.init_process_group()
-        return torch.nn.parallel.DistributedDataParallel(model), sgd, sgd
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        if compression == "fp16":
+            ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+        return ddp, sgd, sgd
     if method == "allreduce":
-        return model, bf.DistributedGradientAllreduceOptimizer(sgd, model=model), sgd
+        return model, bf.DistributedGradientAllreduceOptimizer(
+            sgd, model=model, compression=compression), sgd
     set_topology(method)
     kind = (bf.CommunicationType.hierarchical_neighbor_allreduce
             if method.startswith("hierarchical") else bf.CommunicationType.neighbor_allreduce)
     optimizer = bf.DistributedAdaptThenCombineOptimizer(
-        sgd, model=model, communication_type=kind, overlap_next_forward=overlap)
+        sgd, model=model, communication_type=kind, overlap_next_forward=overlap,
+        compression=compression)
     return model, optimizer, sgd
 
 
@@ -126,10 +135,10 @@ def _train(net, optimizer, sgd, clock, knobs, x):
             clock.requested - asked)
 
 
-def run_case(model_name, method, compute_s, warmup, steps, overlap=True):
+def run_case(model_name, method, compute_s, warmup, steps, overlap=True, compression="none"):
     """[(step, fwd_bwd, step_call, apply, compute, wait)] of the slowest rank per step."""
     model = scaling_model.build(model_name, compute_s)
-    net, optimizer, sgd = make_training(method, model, overlap)
+    net, optimizer, sgd = make_training(method, model, overlap, compression)
     knobs, x = Knobs(method), torch.zeros(1)
     bf.barrier()  # the first step starts together; later ones as the exchanges let them
     # One step more than timed: a step's time ends where the next one starts.
