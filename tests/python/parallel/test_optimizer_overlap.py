@@ -87,6 +87,17 @@ def _set_one_peer(optimizers, schedule):
         optimizer.dst_weights = list(send)
 
 
+def _one_step_each():
+    """Both models (overlapping, waiting) after one training step on the same batch."""
+    models = _models()
+    optimizers = _optimizers(models, "sgd", "neighbor_allreduce")
+    x, y = _batch(0)
+    for model, optimizer in zip(models, optimizers):
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    return models, optimizers, x, y
+
+
 def _params(model):
     return [p.detach().clone() for p in model.parameters()]
 
@@ -148,12 +159,7 @@ def test_step_really_leaves_the_combination_to_the_forward_pass():
 
 
 def test_evaluation_and_load_state_dict_see_the_combination():
-    models = _models()
-    optimizers = _optimizers(models, "sgd", "neighbor_allreduce")
-    x, y = _batch(0)
-    for model, optimizer in zip(models, optimizers):
-        F.cross_entropy(model(x), y).backward()
-        optimizer.step()
+    models, optimizers, x, y = _one_step_each()
     with torch.no_grad():
         outputs = [model.eval()(x) for model in models]
     _assert_equal(outputs[:1], outputs[1:], "evaluation output")
@@ -192,12 +198,7 @@ def test_a_weight_read_outside_its_module_is_refused_then_works_without_overlap(
 
 
 def test_parameters_no_forward_reached_are_combined_by_the_next_step():
-    models = _models()
-    optimizers = _optimizers(models, "sgd", "neighbor_allreduce")
-    x, y = _batch(0)
-    for model, optimizer in zip(models, optimizers):
-        F.cross_entropy(model(x), y).backward()
-        optimizer.step()
+    models, optimizers, x, y = _one_step_each()
     for model, optimizer in zip(models, optimizers):
         optimizer.zero_grad()
         model.body(x).sum().backward()  # head and scale are not reached
