@@ -25,9 +25,9 @@ const std::vector<SettingInfo> kSettings = {
      "Neighbor ops: tensors up to this size travel inside the fused control message to a "
      "neighbour; larger ones in a message of their own, straight from the input."},
     {"FLOCK_NEIGHBOR_LANE_BUDGET", "bytes", "4194304",
-     "Neighbor ops: bytes of large-tensor messages in flight to one peer on another host (at "
-     "least one message); the rest wait, newest first, so what the next forward pass needs "
-     "first is not queued behind older data. 0: send everything at once, in order."},
+     "Neighbor ops: bytes of large-tensor messages from one peer on another host received at "
+     "once (at least one message); the rest wait, newest first, so what the next forward pass "
+     "needs first is not queued behind older data. 0: receive everything at once, in order."},
     {"FLOCK_STALL_WARNING_S", "float", "60",
      "Warn when some ranks have submitted a tensor and others have not for this long."},
     {"FLOCK_STALL_SHUTDOWN_S", "float", "0",

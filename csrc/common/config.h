@@ -34,7 +34,7 @@ struct Config {
   int64_t cache_capacity = 1024;  // names in the response cache
   double cycle_time_ms = 5.0;
   int64_t neighbor_inline_bytes = 64 << 10;
-  int64_t neighbor_lane_budget_bytes = 4 << 20;  // 0: no budget
+  int64_t neighbor_lane_budget_bytes = 4 << 20;  // lanes received at once per remote peer; 0: all
   double stall_warning_s = 60.0;
   double stall_shutdown_s = 0.0;  // 0: never turn a stall into an error
   int local_size_override = 0;    // 0: machines are MPI shared-memory groups
