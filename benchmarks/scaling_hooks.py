@@ -45,6 +45,7 @@ import scaling_model
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "examples", "python"))
 import ddp_support  # noqa: E402  (examples/python: the same DDP set-up as the example)
+import example_support  # noqa: E402  (the examples' one-peer knobs)
 
 LR = 0.01
 # Columns of a step's row: step time, forward+backward wall time (start to the end of
@@ -80,15 +81,8 @@ class Knobs:
         if self.schedule is None:
             return
         send, recv = next(self.schedule)
-        weight = 1.0 / (len(recv) + 1)  # this rank (machine) averaged with what it receives
-        optimizer.self_weight = weight
-        optimizer.enable_topo_check = False  # the schedule agrees by construction
-        if self.method == "neighbor_one_peer":
-            optimizer.src_weights = {r: weight for r in recv}
-            optimizer.dst_weights = list(send)
-        else:
-            optimizer.src_machine_weights = {m: weight for m in recv}
-            optimizer.dst_machine_weights = list(send)
+        example_support.set_one_peer_weights(optimizer, send, recv,
+                                             machines=self.method != "neighbor_one_peer")
 
 
 def set_topology(method):

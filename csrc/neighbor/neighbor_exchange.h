@@ -245,7 +245,8 @@ class NeighborExchange {
   // neighbor_lanes.cc: the receive of source `index`'s lane into `target`
   // starts now (a peer on this host) or waits in lanes_ for its turn.
   void StartReceive(Step& step, int index, char* target, LaneInto into);
-  void StartReceiveNow(Step& step, int index, char* target, LaneInto into);
+  // Returns the transfer started, or -1 (the pair failed).
+  TransferId StartReceiveNow(Step& step, int index, char* target, LaneInto into);
   // Starts the queued receives that the budget lets go now.
   bool StartQueuedReceives();
   // A receive ended: if it counted in the budget, its bytes leave it.

@@ -31,7 +31,7 @@ void NeighborExchange::StartReceive(Step& step, int index, char* target, LaneInt
   ++counters_.neighbor_lanes_queued;
 }
 
-void NeighborExchange::StartReceiveNow(Step& step, int index, char* target, LaneInto into) {
+TransferId NeighborExchange::StartReceiveNow(Step& step, int index, char* target, LaneInto into) {
   Incoming& in = step.in[static_cast<size_t>(index)];
   const int peer = in.spec->peer;
   auto transfer = transport_.StartRecv(target, in.bytes, peer, in.lane_tag, CommGroup::kNeighbor);
@@ -39,7 +39,7 @@ void NeighborExchange::StartReceiveNow(Step& step, int index, char* target, Lane
   if (transfer.ok()) {
     slot = transfer.value();
     MarkMoving(step);
-    return;
+    return slot;
   }
   slot = -1;
   FailPair(step, peer, transfer.status());
@@ -49,6 +49,7 @@ void NeighborExchange::StartReceiveNow(Step& step, int index, char* target, Lane
   } else if (into == LaneInto::kScratch) {
     step.sum.ScratchLaneFailed();
   }
+  return -1;
 }
 
 bool NeighborExchange::StartQueuedReceives() {
@@ -65,10 +66,7 @@ bool NeighborExchange::StartQueuedReceives() {
       continue;
     }
     Step& s = step->second;
-    StartReceiveNow(s, receive.index, receive.target, receive.into);
-    const TransferId started_id = receive.into == LaneInto::kScratch
-                                      ? s.scratch_transfer
-                                      : s.in[static_cast<size_t>(receive.index)].transfer;
+    const TransferId started_id = StartReceiveNow(s, receive.index, receive.target, receive.into);
     if (started_id >= 0) {
       budgeted_.emplace(started_id, std::make_pair(lane.peer, lane.bytes));
     } else {

@@ -60,15 +60,21 @@ class DynamicTopology:
         if self.schedule is None:
             return
         send, recv = next(self.schedule)
-        weight = 1.0 / (len(recv) + 1)
-        optimizer.self_weight = weight
-        optimizer.enable_topo_check = False  # the schedule agrees by construction
-        if self.kind == "neighbor_allreduce":
-            optimizer.src_weights = {r: weight for r in recv}
-            optimizer.dst_weights = list(send)
-        else:
-            optimizer.src_machine_weights = {m: weight for m in recv}
-            optimizer.dst_machine_weights = list(send)
+        set_one_peer_weights(optimizer, send, recv, machines=self.kind != "neighbor_allreduce")
+
+
+def set_one_peer_weights(optimizer, send, recv, machines):
+    """A combine optimizer's knobs for one step of a one-peer schedule: this rank (or its
+    machine, with machines=True) averaged uniformly with what it receives."""
+    weight = 1.0 / (len(recv) + 1)
+    optimizer.self_weight = weight
+    optimizer.enable_topo_check = False  # the schedule agrees by construction
+    if machines:
+        optimizer.src_machine_weights = {m: weight for m in recv}
+        optimizer.dst_machine_weights = list(send)
+    else:
+        optimizer.src_weights = {r: weight for r in recv}
+        optimizer.dst_weights = list(send)
 
 
 def print_line(line):
