@@ -13,6 +13,7 @@
 #include "flock/bindings/python_errors.h"
 #include "flock/bindings/runtime_holder.h"
 #include "flock/bindings/submission.h"
+#include "flock/collectives/scatter_layout.h"
 
 namespace py = pybind11;
 
@@ -55,8 +56,11 @@ py::object Wait(HandleId handle, std::vector<StreamHandle> streams, bool block) 
   const Status gpu = completion.done ? AwaitGpu(*completion.done, streams, block) : Status::OK();
   ThrowIfError(completion.status);
   ThrowIfError(gpu);
-  if (completion.gathered) return ToCapsule(std::move(completion.gathered));
-  return py::none();
+  if (!completion.gathered) return py::none();
+  if (completion.gathered->received_splits.empty())
+    return ToCapsule(std::move(completion.gathered));
+  std::vector<int64_t> splits = completion.gathered->received_splits;  // alltoall
+  return py::make_tuple(ToCapsule(std::move(completion.gathered)), std::move(splits));
 }
 
 // output None: in place.
@@ -100,6 +104,46 @@ HandleId EnqueueAllgather(py::object input, std::optional<std::string> name,
   return Submit(std::move(s), wait_follows);
 }
 
+// output: this rank's rows (Python allocates it: ReducescatterShape).
+HandleId EnqueueReducescatter(py::object input, py::object output, ReduceOp op,
+                              std::optional<std::string> name,
+                              std::optional<std::string> dtype_override,
+                              std::optional<std::string> local_error, bool wait_follows,
+                              StreamHandle stream) {
+  Submission s = Begin(OpKind::kReducescatter, name, local_error, stream);
+  s.op.reduce_op = op;
+  s.op.tensor = Take(s, input, dtype_override);
+  s.output = Take(s, output, dtype_override);
+  if (s.op.local_status.ok()) {
+    const Runtime& runtime = RequireRuntime();
+    s.op.local_status =
+        CheckReducescatter(s.op.tensor, s.output, op, runtime.size(), runtime.rank());
+  }
+  return Submit(std::move(s), wait_follows);
+}
+
+// splits None: an even split of dim 0.
+HandleId EnqueueAlltoall(py::object input, std::optional<std::vector<int64_t>> splits,
+                         std::optional<std::string> name, std::optional<std::string> dtype_override,
+                         std::optional<std::string> local_error, bool wait_follows,
+                         StreamHandle stream) {
+  Submission s = Begin(OpKind::kAlltoall, name, local_error, stream);
+  s.op.tensor = Take(s, input, dtype_override);
+  if (s.op.local_status.ok() && s.op.tensor.shape.empty()) {
+    s.op.local_status =
+        Status::InvalidArgument("alltoall needs a tensor with at least one dimension");
+  }
+  if (s.op.local_status.ok()) {
+    Result<std::vector<int64_t>> resolved = ResolveSplits(
+        splits.value_or(std::vector<int64_t>{}), s.op.tensor.shape[0], RequireRuntime().size());
+    if (resolved.ok())
+      s.op.splits = std::move(resolved).value();
+    else
+      s.op.local_status = resolved.status();
+  }
+  return Submit(std::move(s), wait_follows);
+}
+
 HandleId EnqueueBarrier(std::optional<std::string> name, bool wait_follows) {
   return Submit(Begin(OpKind::kBarrier, name, std::nullopt), wait_follows);
 }
@@ -125,6 +169,14 @@ void BindCollectives(py::module_& m) {
   m.def("enqueue_allgather", &EnqueueAllgather, py::arg("input"), py::arg("name") = py::none(),
         py::arg("dtype_override") = py::none(), py::arg("local_error") = py::none(),
         py::arg("wait_follows") = false, py::arg("stream") = 0);
+  m.def("enqueue_reducescatter", &EnqueueReducescatter, py::arg("input"), py::arg("output"),
+        py::arg("op"), py::arg("name") = py::none(), py::arg("dtype_override") = py::none(),
+        py::arg("local_error") = py::none(), py::arg("wait_follows") = false,
+        py::arg("stream") = 0);
+  m.def("enqueue_alltoall", &EnqueueAlltoall, py::arg("input"), py::arg("splits") = py::none(),
+        py::arg("name") = py::none(), py::arg("dtype_override") = py::none(),
+        py::arg("local_error") = py::none(), py::arg("wait_follows") = false,
+        py::arg("stream") = 0);
   m.def("enqueue_barrier", &EnqueueBarrier, py::arg("name") = py::none(),
         py::arg("wait_follows") = false);
 
@@ -137,7 +189,8 @@ void BindCollectives(py::module_& m) {
   m.def("wait", &Wait, py::arg("handle"), py::arg("streams") = std::vector<StreamHandle>(),
         py::arg("block") = false,
         "Blocks until the op of `handle` finishes; raises its error. Returns the gathered "
-        "tensor's DLPack capsule for allgather, else None. A CUDA op has finished once its "
+        "tensor's DLPack capsule for allgather, (capsule, received splits) for alltoall, "
+        "else None. A CUDA op has finished once its "
         "work is queued on flock's stream: then each of `streams` (the caller's CUDA streams) "
         "is made to wait for it, and with `block` the host waits for the GPU too.");
   m.def("engine_counters", [] { return RequireRuntime().engine().counters().Snapshot(); });

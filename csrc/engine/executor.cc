@@ -9,24 +9,32 @@
 #include "flock/collectives/collectives.h"
 #include "flock/common/logging.h"
 #include "flock/engine/engine.h"
+#include "flock/engine/executor_steps.h"
 
 namespace flock {
-namespace {
-
-// Runs fn between a timeline span of `phase` on every request's row.
-template <typename Fn>
-Status Phase(Timeline& timeline, const std::vector<PendingRequest*>& batch, const char* phase,
-             Fn fn) {
-  for (PendingRequest* r : batch) timeline.Begin(r->op.name, phase);
-  Status status = fn();
-  for (PendingRequest* r : batch) timeline.End(r->op.name);
-  return status;
-}
 
 Status ScaleIfAverage(DataPath& path, const PendingRequest& r, void* data, int64_t count) {
   if (r.op.reduce_op != ReduceOp::kAverage) return Status::OK();
   return path.Scale(data, count, r.op.tensor.dtype, 1.0 / path.transport().size(r.op.group));
 }
+
+Status AllocateOnDevice(GpuBackend& gpu, Transport& host, const PendingRequest& r,
+                        GatheredTensor& out, int64_t bytes) {
+  Result<std::shared_ptr<void>> made = gpu.AllocateOutput(bytes);
+  int32_t all_made = made.ok() ? 1 : 0;
+  FLOCK_RETURN_IF_ERROR(
+      host.Allreduce(&all_made, &all_made, 1, DataType::kInt32, ReduceOp::kMin, r.op.group));
+  FLOCK_RETURN_IF_ERROR(made.status());
+  if (all_made != 1) {
+    return Status::Aborted(std::string(OpKindName(r.op.kind)) + " '" + r.op.name +
+                           "': another rank could not allocate its device output");
+  }
+  out.device_data = std::move(made).value();
+  out.device = r.op.tensor.device;
+  return Status::OK();
+}
+
+namespace {
 
 Status AllreduceOne(DataPath& path, Timeline& timeline, PendingRequest& r) {
   const int64_t count = r.op.tensor.num_elements();
@@ -68,26 +76,6 @@ Status AllreduceFused(DataPath& path, Timeline& timeline,
     }
     return Status::OK();
   });
-}
-
-// A CUDA tensor's output in device memory from `gpu`; every rank of the group
-// learns (over `host`) whether every rank has it before any NCCL call, so an
-// allocation that fails on one rank fails the op everywhere instead of
-// leaving the others in NCCL.
-Status AllocateOnDevice(GpuBackend& gpu, Transport& host, const PendingRequest& r,
-                        GatheredTensor& out, int64_t bytes) {
-  Result<std::shared_ptr<void>> made = gpu.AllocateOutput(bytes);
-  int32_t all_made = made.ok() ? 1 : 0;
-  FLOCK_RETURN_IF_ERROR(
-      host.Allreduce(&all_made, &all_made, 1, DataType::kInt32, ReduceOp::kMin, r.op.group));
-  FLOCK_RETURN_IF_ERROR(made.status());
-  if (all_made != 1) {
-    return Status::Aborted("allgather '" + r.op.name +
-                           "': another rank could not allocate its device output");
-  }
-  out.device_data = std::move(made).value();
-  out.device = r.op.tensor.device;
-  return Status::OK();
 }
 
 // `gpu`: the backend that allocates a CUDA tensor's output (null for host tensors).
@@ -150,7 +138,7 @@ void Engine::Execute(const Response& response) {
                                     MakeSignature(batch[i]->op));
   }
   counters_.cached_names = static_cast<int64_t>(negotiator_.cache().size());
-  if (gathered != nullptr) {  // allgather: never fused
+  if (gathered != nullptr) {  // allgather, alltoall: never fused
     finisher_.Finish(*batch.front(), status, std::move(gathered), std::move(done));
   } else {
     finisher_.FinishBatch(batch, status, std::move(done));
@@ -180,6 +168,16 @@ Status Engine::RunBatch(DataPath& path, const Response& response,
                             : nullptr;
       auto result =
           Allgather(path.transport(), transport_, gpu, timeline_, first, response.first_dims);
+      if (!result.ok()) return result.status();
+      *gathered = std::move(result).value();
+      return Status::OK();
+    }
+    case OpKind::kReducescatter: return Reducescatter(path, timeline_, batch);
+    case OpKind::kAlltoall: {
+      GpuBackend* gpu = first.op.tensor.device.type == DeviceType::kCUDA
+                            ? gpu_.load(std::memory_order_acquire)
+                            : nullptr;
+      auto result = Alltoall(path, transport_, gpu, timeline_, first);
       if (!result.ok()) return result.status();
       *gathered = std::move(result).value();
       return Status::OK();

@@ -22,18 +22,19 @@ FusionCandidate CandidateFrom(const OpSignature& s) {
 
 std::vector<std::vector<size_t>> PlanFusion(const std::vector<FusionCandidate>& candidates,
                                             int64_t threshold_bytes) {
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t>;  // dtype, reduction, group, device
+  // kind, dtype, reduction, group, device
+  using Key = std::tuple<OpKind, int64_t, int64_t, int64_t, int64_t>;
   std::vector<std::vector<size_t>> batches;
   std::vector<int64_t> batch_bytes;
   std::map<Key, size_t> open;  // key -> index of the batch still accepting tensors
   for (size_t i = 0; i < candidates.size(); ++i) {
     const FusionCandidate& c = candidates[i];
-    if (c.kind != OpKind::kAllreduce || c.bytes >= threshold_bytes) {
+    if (!Fusable(c.kind) || c.bytes >= threshold_bytes) {
       batches.push_back({i});  // unfusable, or as large as a whole buffer
       batch_bytes.push_back(c.bytes);
       continue;
     }
-    const Key key{c.dtype, c.reduce_op, c.group, c.device};
+    const Key key{c.kind, c.dtype, c.reduce_op, c.group, c.device};
     auto it = open.find(key);
     // batch_bytes <= threshold_bytes, so this cannot overflow as a sum could.
     if (it != open.end() && c.bytes <= threshold_bytes - batch_bytes[it->second]) {

@@ -14,7 +14,7 @@ void Negotiator::Add(PendingRequest request) {
   ReadyEntry entry{name, kNotCached, MakeSignature(request.op), request.neighbor_call};
   if (request.op.auto_named)
     entry.cache_id = kDoNotCache;
-  else if (request.op.kind != OpKind::kAllgather)  // its first dims differ from call to call
+  else if (!Dim0Free(request.op.kind))  // its first dims differ from call to call
     entry.cache_id = cache_.Lookup(name, entry.signature);
   // Submission times: a request that joined a window while the engine slept
   // extends it from when it came, not from when the engine woke.

@@ -64,9 +64,9 @@ Status CheckResponse(const Response& resp) {
   for (int64_t rows : resp.first_dims) {
     if (rows < 0) return Status::Internal("first dim " + std::to_string(rows) + " is negative");
   }
-  if (resp.kind == OpKind::kAllgather && resp.type == ResponseType::kExecute &&
-      resp.names.size() != 1) {
-    return Status::Internal("an allgather is never fused, but this one names " +
+  if (!Fusable(resp.kind) && resp.type == ResponseType::kExecute && resp.names.size() != 1) {
+    return Status::Internal(std::string(OpKindName(resp.kind)) +
+                            " is never fused, but this execute response names " +
                             std::to_string(resp.names.size()) + " tensors");
   }
   return Status::OK();

@@ -87,6 +87,8 @@ const char* OpKindName(OpKind kind) {
     case OpKind::kWinGet: return "win_get";
     case OpKind::kWinLock: return "win_mutex";
     case OpKind::kWinUnlock: return "win_mutex release";
+    case OpKind::kReducescatter: return "reducescatter";
+    case OpKind::kAlltoall: return "alltoall";
   }
   return "unknown op";
 }
@@ -96,8 +98,10 @@ std::string NeighborMatchName(const OpRequest& request) {
 }
 
 bool IsOpKind(int64_t value) {
-  return value >= static_cast<int64_t>(OpKind::kAllreduce) &&
-         value <= static_cast<int64_t>(OpKind::kHierarchicalNeighborAllreduce);
+  const bool before_windows = value >= static_cast<int64_t>(OpKind::kAllreduce) &&
+                              value <= static_cast<int64_t>(OpKind::kHierarchicalNeighborAllreduce);
+  return before_windows || value == static_cast<int64_t>(OpKind::kReducescatter) ||
+         value == static_cast<int64_t>(OpKind::kAlltoall);
 }
 
 OpSignature MakeSignature(const OpRequest& request) {

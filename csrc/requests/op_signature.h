@@ -39,6 +39,9 @@ enum class OpKind : int64_t {
   kWinGet = 10,
   kWinLock = 11,    // win_mutex on other ranks: their slots for this rank, in rank order
   kWinUnlock = 12,  // ... and their release
+  // Global collectives added after the window ops (the values travel on the wire).
+  kReducescatter = 13,
+  kAlltoall = 14,
 };
 inline bool IsNeighborOp(OpKind kind) {
   return kind == OpKind::kNeighborAllreduce || kind == OpKind::kNeighborAllgather ||
@@ -50,7 +53,12 @@ inline bool IsWindowOp(OpKind kind) {
 // Ops whose ranks may differ in dim 0 (the gathers); their signatures are not
 // cached, as they differ between ranks.
 inline bool Dim0Free(OpKind kind) {
-  return kind == OpKind::kAllgather || kind == OpKind::kNeighborAllgather;
+  return kind == OpKind::kAllgather || kind == OpKind::kNeighborAllgather ||
+         kind == OpKind::kAlltoall;
+}
+// Ops the coordinator may fuse into one transport call with others of their kind.
+inline bool Fusable(OpKind kind) {
+  return kind == OpKind::kAllreduce || kind == OpKind::kReducescatter;
 }
 const char* OpKindName(OpKind kind);
 bool IsOpKind(int64_t value);
@@ -87,6 +95,8 @@ struct OpRequest {
   std::shared_ptr<const WindowCall> window;
   // Matched by the number of earlier unnamed calls of this op, not by name.
   bool auto_named = false;
+  // Alltoall: the rows of dim 0 sent to each rank of the group, in rank order.
+  std::vector<int64_t> splits;
   // CUDA tensors: where the caller's stream was when it submitted (the inputs
   // are ready once the GPU gets there).
   GpuEventPtr ready;

@@ -23,6 +23,8 @@ struct GatheredTensor {
   std::vector<int64_t> shape;
   Device device;
   std::shared_ptr<void> device_data;
+  // Alltoall: the rows received from each rank, in rank order (empty otherwise).
+  std::vector<int64_t> received_splits;
   void* data() { return device_data ? device_data.get() : static_cast<void*>(bytes.data()); }
 };
 

@@ -5,6 +5,8 @@
 #include <memory>
 #include <utility>
 
+#include "flock/collectives/scatter_layout.h"
+
 namespace flock {
 namespace {
 
@@ -55,6 +57,56 @@ Status Broadcast(Runtime& runtime, const TensorView& tensor, const BroadcastOpti
   return Run(runtime, std::move(op), tensor);
 }
 
+namespace {
+
+// Copies an engine-made output into one `allocate` makes.
+Status Deliver(const GatheredTensor& gathered, const OutputAllocator& allocate, const char* op) {
+  FLOCK_ASSIGN_OR_RETURN(TensorView out, allocate(gathered.shape));
+  if (out.dtype != gathered.dtype || out.shape != gathered.shape)
+    return Status::InvalidArgument(std::string("the ") + op +
+                                   " output allocated does not match its shape");
+  if (!gathered.bytes.empty()) std::memcpy(out.data, gathered.bytes.data(), gathered.bytes.size());
+  return Status::OK();
+}
+
+}  // namespace
+
+Status Reducescatter(Runtime& runtime, const TensorView& input, const TensorView& output,
+                     const ReducescatterOptions& options, Status local_status) {
+  Transport& t = runtime.transport();
+  if (local_status.ok()) {
+    local_status =
+        CheckReducescatter(input, output, options.op, t.size(options.group), t.rank(options.group));
+  }
+  OpRequest op =
+      Request(runtime, OpKind::kReducescatter, options.name, input, options.group, local_status);
+  op.reduce_op = options.op;
+  return Run(runtime, std::move(op), output);
+}
+
+Status Alltoall(Runtime& runtime, const TensorView& input, const OutputAllocator& allocate,
+                const AlltoallOptions& options, std::vector<int64_t>* received_splits,
+                Status local_status) {
+  OpRequest op =
+      Request(runtime, OpKind::kAlltoall, options.name, input, options.group, local_status);
+  if (op.local_status.ok() && input.shape.empty())
+    op.local_status =
+        Status::InvalidArgument("alltoall needs a tensor with at least one dimension");
+  if (op.local_status.ok()) {
+    Result<std::vector<int64_t>> splits =
+        ResolveSplits(options.splits, input.shape[0], runtime.transport().size(options.group));
+    if (splits.ok())
+      op.splits = std::move(splits).value();
+    else
+      op.local_status = splits.status();
+  }
+  std::shared_ptr<GatheredTensor> gathered;
+  FLOCK_RETURN_IF_ERROR(Run(runtime, std::move(op), TensorView{}, &gathered));
+  if (gathered == nullptr) return Status::Internal("alltoall completed without its output");
+  if (received_splits != nullptr) *received_splits = gathered->received_splits;
+  return Deliver(*gathered, allocate, "alltoall");
+}
+
 Status Allgather(Runtime& runtime, const TensorView& input, const OutputAllocator& allocate,
                  const AllgatherOptions& options, Status local_status) {
   OpRequest op =
@@ -62,12 +114,7 @@ Status Allgather(Runtime& runtime, const TensorView& input, const OutputAllocato
   std::shared_ptr<GatheredTensor> gathered;
   FLOCK_RETURN_IF_ERROR(Run(runtime, std::move(op), TensorView{}, &gathered));
   if (gathered == nullptr) return Status::Internal("allgather completed without its output");
-  FLOCK_ASSIGN_OR_RETURN(TensorView out, allocate(gathered->shape));
-  if (out.dtype != gathered->dtype || out.shape != gathered->shape)
-    return Status::InvalidArgument("the allgather output allocated does not match its shape");
-  if (!gathered->bytes.empty())
-    std::memcpy(out.data, gathered->bytes.data(), gathered->bytes.size());
-  return Status::OK();
+  return Deliver(*gathered, allocate, "allgather");
 }
 
 }  // namespace flock

@@ -50,6 +50,17 @@ class Transport {
   virtual Status Allgatherv(const void* send, const std::vector<int64_t>& recv_bytes, void* recv,
                             CommGroup group) = 0;
 
+  // Rank r of the group gets block r of the reduction: recv (count_per_rank
+  // elements) = reduction over the group of send[r * count_per_rank, ...).
+  // send holds size * count_per_rank elements; kAverage is reduced as a sum.
+  virtual Status ReduceScatter(const void* send, void* recv, int64_t count_per_rank, DataType dtype,
+                               ReduceOp op, CommGroup group) = 0;
+
+  // Personalized exchange: send_bytes[r] bytes of `send` (packed in rank order)
+  // go to rank r; recv_bytes[r] bytes from rank r land in `recv`, in rank order.
+  virtual Status Alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
+                           const std::vector<int64_t>& recv_bytes, CommGroup group) = 0;
+
   virtual Status Barrier(CommGroup group) = 0;
 
   virtual Status Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) = 0;

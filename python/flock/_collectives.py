@@ -146,6 +146,65 @@ def allgather_nonblocking(adapter, tensor, name=None, wait_follows=False):
                      _stream_of(adapter, src.tensor, stream))
 
 
+def _scatter_shape(shape):
+    """This rank's rows of a reducescatter of ``shape`` (as the C++ core splits them:
+    as evenly as possible, the first ``rows % size`` ranks one more)."""
+    if not shape:
+        return shape  # 0-d: the core rejects it, on every rank
+    rows, size, rank = shape[0], core.size(), core.rank()
+    return (rows // size + (1 if rank < rows % size else 0),) + tuple(shape[1:])
+
+
+def reducescatter_nonblocking(adapter, tensor, average=None, name=None, op=None,
+                              wait_follows=False):
+    reduce_op = resolve_reduce_op(average, op)
+    src = _Exported(adapter, tensor)
+    if src.error is not None:
+        handle = core.enqueue_reducescatter(None, None, reduce_op, name, local_error=src.error,
+                                            wait_follows=wait_follows)
+        return _register(handle, lambda _: None)
+    out = adapter.empty(_scatter_shape(tuple(src.tensor.shape)), like=src.tensor)
+    stream = _cuda_stream(adapter, src.tensor)
+    handle = core.enqueue_reducescatter(src.capsule, adapter.export(out)[0], reduce_op, name,
+                                        src.override, wait_follows=wait_follows,
+                                        stream=stream or 0)
+    return _register(handle, lambda _: out, _stream_of(adapter, src.tensor, stream))
+
+
+def _as_splits(splits):
+    """``splits`` as a list of ints (None stays None: an even split)."""
+    if splits is None:
+        return None
+    tolist = getattr(splits, "tolist", None)
+    values = tolist() if tolist is not None else list(splits)
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        raise TypeError("splits must be integers, got {!r}".format(splits))
+    return values
+
+
+def alltoall_nonblocking(adapter, tensor, splits=None, name=None, wait_follows=False):
+    src = _Exported(adapter, tensor)
+    try:
+        split_list = _as_splits(splits)
+    except (TypeError, ValueError) as error:
+        src.error, split_list = str(error), None  # still submitted: the others must not wait
+    if src.error is not None:
+        handle = core.enqueue_alltoall(None, None, name, local_error=src.error,
+                                       wait_follows=wait_follows)
+        return _register(handle, lambda _: None)
+    stream = _cuda_stream(adapter, src.tensor)
+    handle = core.enqueue_alltoall(src.capsule, split_list, name, src.override,
+                                   wait_follows=wait_follows, stream=stream or 0)
+
+    def finish(result):
+        capsule, received = result
+        output = adapter.import_capsule(capsule, like=src.tensor)
+        # Horovod's convention: the received splits come back when splits were given.
+        return output if splits is None else (output, adapter.splits(received, like=src.tensor))
+
+    return _register(handle, finish, _stream_of(adapter, src.tensor, stream))
+
+
 def barrier():
     synchronize(core.enqueue_barrier(wait_follows=True))
 
@@ -183,6 +242,8 @@ def _widened(adapter, result, tensor, inplace):
     """A compressed op's result in ``tensor``'s dtype (written into it when in place)."""
     if result is None:
         return None
+    if isinstance(result, tuple):  # alltoall's (output, received splits)
+        return (_widened(adapter, result[0], tensor, inplace),) + result[1:]
     value = adapter.widened(result, tensor)
     if not inplace:
         return value

@@ -62,6 +62,12 @@ def import_capsule(capsule, like):
     return array.view(np.bool_) if like.dtype == np.bool_ else array
 
 
+def splits(values, like):
+    """An alltoall's received splits (an int32 array, as flock.torch's)."""
+    del like
+    return np.array(values, dtype=np.int32)
+
+
 def narrowed(array, wire):
     """A copy of ``array`` in the dtype named ``wire``, or None when it would not be
     smaller (not floating point, or at most 16 bits wide already)."""

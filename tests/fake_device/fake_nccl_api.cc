@@ -202,6 +202,14 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
       stream, "ncclAllGather");
 }
 
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                               cudaStream_t stream) {
+  return fn::Submit(
+      fn::MakeOp(OpKind::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1), comm,
+      stream, "ncclReduceScatter");
+}
+
 ncclResult_t fake_nccl_inject_error(ncclComm_t comm, ncclResult_t code, int after_n_ops) {
   if (comm == nullptr || after_n_ops < 0)
     return CallFailed(ncclInvalidArgument, "fake_nccl_inject_error: NULL comm or negative count");

@@ -17,7 +17,11 @@ namespace flock::fake::nccl {
 namespace {
 
 bool Reduces(OpKind kind) {
-  return kind == OpKind::kAllReduce || kind == OpKind::kReduce;
+  return kind == OpKind::kAllReduce || kind == OpKind::kReduce || kind == OpKind::kReduceScatter;
+}
+// Collectives of every rank, with no root or peer.
+bool Symmetric(OpKind kind) {
+  return kind == OpKind::kAllReduce || kind == OpKind::kAllGather || kind == OpKind::kReduceScatter;
 }
 bool Rooted(OpKind kind) {
   return kind == OpKind::kBroadcast || kind == OpKind::kReduce;
@@ -31,6 +35,7 @@ const char* KindName(int32_t kind) {
     case OpKind::kBroadcast: return "broadcast";
     case OpKind::kReduce: return "reduce";
     case OpKind::kAllGather: return "allgather";
+    case OpKind::kReduceScatter: return "reducescatter";
   }
   return "unknown op";
 }
@@ -72,8 +77,9 @@ ncclResult_t CheckBuffers(const Op& op, const char* name, size_t bytes) {
   const bool reads = op.kind != OpKind::kRecv && (op.kind != OpKind::kBroadcast || root);
   const bool writes = op.kind != OpKind::kSend && (op.kind != OpKind::kReduce || root);
   const size_t written = op.kind == OpKind::kAllGather ? bytes * op.comm->nranks : bytes;
+  const size_t read = op.kind == OpKind::kReduceScatter ? bytes * op.comm->nranks : bytes;
   if (reads) {
-    if (ncclResult_t r = CheckBuffer(op, name, "sendbuff", op.send, bytes); r != ncclSuccess)
+    if (ncclResult_t r = CheckBuffer(op, name, "sendbuff", op.send, read); r != ncclSuccess)
       return r;
   }
   if (writes) return CheckBuffer(op, name, "recvbuff", op.recv, written);
@@ -190,6 +196,18 @@ void ReduceInto(const OpRun& run, void* out) {
   Reduce(op.dtype, op.redop, in, out, op.count);
 }
 
+// Reduce-scatter: this rank's block of every rank's send buffer, reduced.
+void ReduceBlockInto(const OpRun& run, void* out) {
+  const Op& op = *run.op;
+  const size_t bytes = op.count * ElementSize(op.dtype);
+  std::vector<const void*> in(op.comm->nranks);
+  for (int p = 0; p < op.comm->nranks; ++p) {
+    in[p] = p == op.comm->rank ? static_cast<const char*>(op.send) + op.comm->rank * bytes
+                               : run.from[p].data();
+  }
+  Reduce(op.dtype, op.redop, in, out, op.count);
+}
+
 void CopyIfApart(void* to, const void* from, size_t bytes) {
   if (to != from && bytes > 0) std::memmove(to, from, bytes);
 }
@@ -233,8 +251,7 @@ ncclResult_t Validate(const Op& op, const char* name) {
                                                std::to_string(static_cast<int>(op.redop)));
   if (Reduces(op.kind) && size == 1 && op.dtype != ncclInt8 && op.dtype != ncclUint8)
     return CallFailed(ncclInvalidArgument, std::string(name) + ": the fake does not reduce fp8");
-  if (op.kind != OpKind::kAllReduce && op.kind != OpKind::kAllGather &&
-      (op.peer < 0 || op.peer >= nranks))
+  if (!Symmetric(op.kind) && (op.peer < 0 || op.peer >= nranks))
     return CallFailed(ncclInvalidArgument, std::string(name) + ": peer/root " +
                                                std::to_string(op.peer) + " of " +
                                                std::to_string(nranks) + " ranks");
@@ -277,6 +294,12 @@ void PlanOp(OpRun& run, Exchange& exchange) {
       each_peer([&](int peer) { exchange.Send(comm, peer, h, op.send); });
       each_peer(expect);
       break;
+    case OpKind::kReduceScatter:  // each peer gets its own block only
+      each_peer([&](int peer) {
+        exchange.Send(comm, peer, h, static_cast<const char*>(op.send) + peer * h.bytes);
+      });
+      each_peer(expect);
+      break;
     case OpKind::kBroadcast:
       if (rank == op.peer)
         each_peer([&](int peer) { exchange.Send(comm, peer, h, op.send); });
@@ -300,6 +323,7 @@ void FinishOp(const OpRun& run) {
     case OpKind::kSend: break;
     case OpKind::kRecv: CopyIfApart(op.recv, run.from[op.peer].data(), bytes); break;
     case OpKind::kAllReduce: ReduceInto(run, op.recv); break;
+    case OpKind::kReduceScatter: ReduceBlockInto(run, op.recv); break;
     case OpKind::kReduce:
       if (rank == op.peer) ReduceInto(run, op.recv);
       break;

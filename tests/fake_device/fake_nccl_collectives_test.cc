@@ -111,6 +111,26 @@ TEST_P(FakeNcclCollectives, AllReduceInPlace) {
   });
 }
 
+// Rank r gets block r of the reduction: the all-reduce's reference, sliced.
+TEST_P(FakeNcclCollectives, ReduceScatterGivesEachRankItsBlock) {
+  RunRanks(GetParam(), [](Rank& me) {
+    const size_t block = 101;
+    const size_t n = block * static_cast<size_t>(me.nranks);
+    std::vector<std::vector<float>> all;
+    for (int r = 0; r < me.nranks; ++r) all.push_back(Input<float>(r, n, ncclSum));
+    float* send = ToDevice(all[me.rank], me.stream);
+    float* recv = ToDevice(std::vector<float>(block), me.stream);
+    ASSERT_EQ(ncclReduceScatter(send, recv, block, ncclFloat32, ncclSum, me.comm, me.stream),
+              ncclSuccess);
+    const std::vector<float> expected = Expected(all, ncclSum);
+    const std::vector<float> got = ToHost(recv, block, me.stream);
+    EXPECT_EQ(std::memcmp(got.data(), expected.data() + me.rank * block, block * sizeof(float)), 0)
+        << "rank " << me.rank << " of " << me.nranks;
+    EXPECT_EQ(cudaFree(send), cudaSuccess);
+    EXPECT_EQ(cudaFree(recv), cudaSuccess);
+  });
+}
+
 TEST_P(FakeNcclCollectives, BroadcastFromTheLastRank) {
   RunRanks(GetParam(), [](Rank& me) {
     const int root = me.nranks - 1;

@@ -44,7 +44,15 @@ struct CommState {
   std::atomic<bool> aborted{false};
 };
 
-enum class OpKind : int32_t { kSend, kRecv, kAllReduce, kBroadcast, kReduce, kAllGather };
+enum class OpKind : int32_t {
+  kSend,
+  kRecv,
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+};
 
 // One call of ncclSend/ncclRecv/a collective, checked and waiting for its group.
 struct Op {
@@ -52,7 +60,7 @@ struct Op {
   std::shared_ptr<CommState> comm;
   const void* send = nullptr;
   void* recv = nullptr;
-  size_t count = 0;  // elements (allgather: per rank)
+  size_t count = 0;  // elements (allgather, reduce-scatter: per rank)
   ncclDataType_t dtype = ncclUint8;
   ncclRedOp_t redop = ncclSum;
   int peer = -1;  // send/recv: the peer; broadcast/reduce: the root

@@ -94,6 +94,33 @@ Status StagedTransport::Allgatherv(const void* send, const std::vector<int64_t>&
   return ToDevice(recv, out, total);
 }
 
+Status StagedTransport::ReduceScatter(const void* send, void* recv, int64_t count_per_rank,
+                                      DataType dtype, ReduceOp op, CommGroup group) {
+  const int64_t block = count_per_rank * static_cast<int64_t>(DataTypeSize(dtype));
+  const int64_t whole = block * host_.size(group);
+  FLOCK_ASSIGN_OR_RETURN(char* in, Pinned(0, whole));
+  FLOCK_ASSIGN_OR_RETURN(char* out, Pinned(1, block));
+  FLOCK_RETURN_IF_ERROR(ToHost(in, send, whole));
+  FLOCK_RETURN_IF_ERROR(WaitForStream());
+  FLOCK_RETURN_IF_ERROR(host_.ReduceScatter(in, out, count_per_rank, dtype, op, group));
+  return ToDevice(recv, out, block);
+}
+
+Status StagedTransport::Alltoallv(const void* send, const std::vector<int64_t>& send_bytes,
+                                  void* recv, const std::vector<int64_t>& recv_bytes,
+                                  CommGroup group) {
+  int64_t sent = 0;
+  int64_t received = 0;
+  for (int64_t b : send_bytes) sent += b;
+  for (int64_t b : recv_bytes) received += b;
+  FLOCK_ASSIGN_OR_RETURN(char* in, Pinned(0, sent));
+  FLOCK_ASSIGN_OR_RETURN(char* out, Pinned(1, received));
+  FLOCK_RETURN_IF_ERROR(ToHost(in, send, sent));
+  FLOCK_RETURN_IF_ERROR(WaitForStream());
+  FLOCK_RETURN_IF_ERROR(host_.Alltoallv(in, send_bytes, out, recv_bytes, group));
+  return ToDevice(recv, out, received);
+}
+
 Status StagedTransport::Send(const void* buffer, int64_t bytes, int dest, int, CommGroup group) {
   group_.push_back({true, const_cast<void*>(buffer), bytes, dest, group});
   return group_depth_ > 0 ? Status::OK() : GroupEnd();

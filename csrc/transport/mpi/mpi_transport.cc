@@ -256,6 +256,47 @@ Status MpiTransport::Allgatherv(const void* send, const std::vector<int64_t>& re
   return Status::OK();
 }
 
+Status MpiTransport::ReduceScatter(const void* send, void* recv, int64_t count_per_rank,
+                                   DataType dtype, ReduceOp op, CommGroup group) {
+  IdleYieldSwitch::Blocking blocking(*idle_yield_);
+  if (count_per_rank > INT_MAX) {
+    return Status::Unsupported("reducescatter of " + std::to_string(count_per_rank) +
+                               " elements per rank exceeds MPI's count limit");
+  }
+  FLOCK_MPI_CHECK(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count_per_rank),
+                                           types_.Datatype(dtype), types_.Op(dtype, op),
+                                           comm(group)));
+  return Status::OK();
+}
+
+namespace {
+
+// MPI's int counts and displacements of a packed per-rank byte layout.
+Status ByteLayout(const std::vector<int64_t>& bytes, std::vector<int>* counts,
+                  std::vector<int>* displs) {
+  int64_t total = 0;
+  for (int64_t n : bytes) {
+    FLOCK_RETURN_IF_ERROR(CheckCount(total + n, "alltoall"));
+    displs->push_back(static_cast<int>(total));
+    counts->push_back(static_cast<int>(n));
+    total += n;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status MpiTransport::Alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
+                               const std::vector<int64_t>& recv_bytes, CommGroup group) {
+  IdleYieldSwitch::Blocking blocking(*idle_yield_);
+  std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
+  FLOCK_RETURN_IF_ERROR(ByteLayout(send_bytes, &send_counts, &send_displs));
+  FLOCK_RETURN_IF_ERROR(ByteLayout(recv_bytes, &recv_counts, &recv_displs));
+  FLOCK_MPI_CHECK(MPI_Alltoallv(send, send_counts.data(), send_displs.data(), MPI_BYTE, recv,
+                                recv_counts.data(), recv_displs.data(), MPI_BYTE, comm(group)));
+  return Status::OK();
+}
+
 Status MpiTransport::Barrier(CommGroup group) {
   IdleYieldSwitch::Blocking blocking(*idle_yield_);
   FLOCK_MPI_CHECK(MPI_Barrier(comm(group)));

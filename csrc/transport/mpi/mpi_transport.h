@@ -39,6 +39,10 @@ class MpiTransport final : public Transport {
   Status Allgather(const void* send, int64_t bytes, void* recv, CommGroup group) override;
   Status Allgatherv(const void* send, const std::vector<int64_t>& recv_bytes, void* recv,
                     CommGroup group) override;
+  Status ReduceScatter(const void* send, void* recv, int64_t count_per_rank, DataType dtype,
+                       ReduceOp op, CommGroup group) override;
+  Status Alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
+                   const std::vector<int64_t>& recv_bytes, CommGroup group) override;
   Status Barrier(CommGroup group) override;
   Status Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) override;
   Status Recv(void* buffer, int64_t bytes, int source, int tag, CommGroup group) override;

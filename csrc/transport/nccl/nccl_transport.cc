@@ -153,6 +153,43 @@ Status NcclTransport::Allgatherv(const void* send, const std::vector<int64_t>& r
   return status.ok() ? ended : status;
 }
 
+Status NcclTransport::ReduceScatter(const void* send, void* recv, int64_t count_per_rank,
+                                    DataType dtype, ReduceOp op, CommGroup group) {
+  FLOCK_ASSIGN_OR_RETURN(const ncclDataType_t type, NcclType(dtype));
+  FLOCK_ASSIGN_OR_RETURN(ncclComm_t comm, Comm(group));
+  return Check(ncclReduceScatter(send, recv, static_cast<size_t>(count_per_rank), type,
+                                 NcclOp(op, dtype), comm, stream_),
+               "reducescatter");
+}
+
+// NCCL has no alltoallv: a send and a receive per rank, in one group.
+Status NcclTransport::Alltoallv(const void* send, const std::vector<int64_t>& send_bytes,
+                                void* recv, const std::vector<int64_t>& recv_bytes,
+                                CommGroup group) {
+  FLOCK_ASSIGN_OR_RETURN(ncclComm_t comm, Comm(group));
+  FLOCK_RETURN_IF_ERROR(GroupStart());
+  Status status;
+  int64_t sent = 0;
+  int64_t received = 0;
+  for (size_t r = 0; r < send_bytes.size() && status.ok(); ++r) {
+    const int peer = static_cast<int>(r);
+    if (send_bytes[r] > 0) {
+      status = Check(ncclSend(static_cast<const char*>(send) + sent,
+                              static_cast<size_t>(send_bytes[r]), ncclUint8, peer, comm, stream_),
+                     "alltoall's send to rank " + std::to_string(peer));
+    }
+    if (status.ok() && recv_bytes[r] > 0) {
+      status = Check(ncclRecv(static_cast<char*>(recv) + received,
+                              static_cast<size_t>(recv_bytes[r]), ncclUint8, peer, comm, stream_),
+                     "alltoall's receive from rank " + std::to_string(peer));
+    }
+    sent += send_bytes[r];
+    received += recv_bytes[r];
+  }
+  const Status ended = GroupEnd();
+  return status.ok() ? ended : status;
+}
+
 Status NcclTransport::Send(const void* buffer, int64_t bytes, int dest, int /*tag*/,
                            CommGroup group) {
   FLOCK_ASSIGN_OR_RETURN(ncclComm_t comm, Comm(group));

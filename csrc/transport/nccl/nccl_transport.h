@@ -33,6 +33,10 @@ class NcclTransport : public DeviceTransport {
   Status Allgather(const void* send, int64_t bytes, void* recv, CommGroup group) override;
   Status Allgatherv(const void* send, const std::vector<int64_t>& recv_bytes, void* recv,
                     CommGroup group) override;
+  Status ReduceScatter(const void* send, void* recv, int64_t count_per_rank, DataType dtype,
+                       ReduceOp op, CommGroup group) override;
+  Status Alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
+                   const std::vector<int64_t>& recv_bytes, CommGroup group) override;
 
   // Point-to-point, in NCCL's form: Send/Recv queue one transfer each; between
   // GroupStart and GroupEnd they are posted together, so their order on the

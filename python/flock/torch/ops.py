@@ -17,7 +17,8 @@ from flock.torch import _adapter
 
 __all__ = ["allreduce", "allreduce_", "allreduce_nonblocking", "allreduce_nonblocking_",
            "broadcast", "broadcast_", "broadcast_nonblocking", "broadcast_nonblocking_",
-           "allgather", "allgather_nonblocking", "barrier", "synchronize", "wait", "poll",
+           "allgather", "allgather_nonblocking", "reducescatter", "reducescatter_nonblocking",
+           "alltoall", "alltoall_nonblocking", "barrier", "synchronize", "wait", "poll",
            "neighbor_allreduce", "neighbor_allreduce_", "neighbor_allreduce_nonblocking",
            "neighbor_allreduce_nonblocking_", "neighbor_allgather", "neighbor_allgather_nonblocking",
            "pair_gossip", "pair_gossip_nonblocking", "hierarchical_neighbor_allreduce",
@@ -105,6 +106,49 @@ def allgather_nonblocking(tensor, name=None):
 def allgather(tensor, name=None):
     """Every rank's tensor concatenated along dim 0 (dim 0 may differ between ranks)."""
     return _c.synchronize(_c.allgather_nonblocking(_adapter, tensor, name, wait_follows=True))
+
+
+@_public
+@_c.compressible(_adapter, inplace=False, blocking=False)
+def reducescatter_nonblocking(tensor, average=None, name=None, *, op=None):
+    """Starts a reducescatter (see reducescatter) and returns its handle."""
+    return _c.reducescatter_nonblocking(_adapter, tensor, average, name, op)
+
+
+@_public
+@_c.compressible(_adapter, inplace=False, blocking=True)
+def reducescatter(tensor, average=None, name=None, *, op=None):
+    """This rank's rows of the reduction over all ranks (average by default; ``op``
+    picks sum/min/max/product).
+
+    Every rank passes the same shape; dim 0 of the result is split between the ranks
+    as evenly as possible, the first ``shape[0] % size()`` ranks getting one row more
+    (Horovod's split). Reducescatters of one dtype and reduction are fused.
+    """
+    return _c.synchronize(_c.reducescatter_nonblocking(_adapter, tensor, average, name, op,
+                                                       wait_follows=True))
+
+
+@_public
+@_c.compressible(_adapter, inplace=False, blocking=False)
+def alltoall_nonblocking(tensor, splits=None, name=None):
+    """Starts an alltoall (see alltoall) and returns its handle."""
+    return _c.alltoall_nonblocking(_adapter, tensor, splits, name)
+
+
+@_public
+@_c.compressible(_adapter, inplace=False, blocking=True)
+def alltoall(tensor, splits=None, name=None):
+    """Sends rank ``r`` the next ``splits[r]`` rows of ``tensor`` (dim 0) and returns the
+    rows received, concatenated in rank order.
+
+    ``splits`` None splits dim 0 evenly (it must divide by ``size()``) and returns the
+    tensor; with ``splits`` it returns ``(tensor, received_splits)``, the rows that came
+    from each rank (Horovod's convention). Dim 0 may differ between ranks, the other
+    dims may not.
+    """
+    return _c.synchronize(_c.alltoall_nonblocking(_adapter, tensor, splits, name,
+                                                  wait_follows=True))
 
 
 @_public

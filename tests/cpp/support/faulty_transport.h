@@ -48,6 +48,14 @@ class FaultyTransport final : public Transport {
                     CommGroup group) override {
     return inner_.Allgatherv(send, recv_bytes, recv, group);
   }
+  Status ReduceScatter(const void* send, void* recv, int64_t count_per_rank, DataType dtype,
+                       ReduceOp op, CommGroup group) override {
+    return inner_.ReduceScatter(send, recv, count_per_rank, dtype, op, group);
+  }
+  Status Alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
+                   const std::vector<int64_t>& recv_bytes, CommGroup group) override {
+    return inner_.Alltoallv(send, send_bytes, recv, recv_bytes, group);
+  }
   Status Barrier(CommGroup group) override { return inner_.Barrier(group); }
   Status Send(const void* b, int64_t n, int dest, int tag, CommGroup group) override {
     return inner_.Send(b, n, dest, tag, group);

@@ -85,6 +85,54 @@ Status ThreadTransport::Allgatherv(const void* send, const std::vector<int64_t>&
   return Status::OK();
 }
 
+// Reduces the whole buffer like Allreduce and keeps this rank's block: test
+// code, so clarity over bandwidth.
+Status ThreadTransport::ReduceScatter(const void* send, void* recv, int64_t count_per_rank,
+                                      DataType dtype, ReduceOp op, CommGroup group) {
+  const int64_t count = count_per_rank * world_.size();
+  const auto elem = static_cast<int64_t>(DataTypeSize(dtype));
+  std::vector<char> reduced(static_cast<size_t>(count * elem));
+  FLOCK_RETURN_IF_ERROR(Allreduce(send, reduced.data(), count, dtype, op, group));
+  if (count_per_rank > 0) {
+    std::memcpy(recv, reduced.data() + rank_ * count_per_rank * elem,
+                static_cast<size_t>(count_per_rank * elem));
+  }
+  return Status::OK();
+}
+
+// Every rank deposits its whole send buffer; each reads its part of every deposit.
+Status ThreadTransport::Alltoallv(const void* send, const std::vector<int64_t>& send_bytes,
+                                  void* recv, const std::vector<int64_t>& recv_bytes, CommGroup) {
+  const int size = world_.size();
+  int64_t total = 0;
+  for (int64_t n : send_bytes) total += n;
+  // Each deposit starts with the sender's byte counts, so readers find their part.
+  std::vector<char> deposit(static_cast<size_t>(size) * sizeof(int64_t));
+  std::memcpy(deposit.data(), send_bytes.data(), deposit.size());
+  const auto* bytes = static_cast<const char*>(send);
+  deposit.insert(deposit.end(), bytes, bytes + total);
+  Deposit(deposit.data(), static_cast<int64_t>(deposit.size()));
+  char* out = static_cast<char*>(recv);
+  Status status;
+  for (int r = 0; r < size; ++r) {
+    const auto& part = world_.deposits()[static_cast<size_t>(r)];
+    const auto* counts = reinterpret_cast<const int64_t*>(part.data());
+    int64_t offset = 0;
+    for (int k = 0; k < rank_; ++k) offset += counts[k];
+    const int64_t n = counts[rank_];
+    if (n != recv_bytes[static_cast<size_t>(r)] && status.ok())
+      status = Status::Internal("alltoall: rank " + std::to_string(r) + " sends " +
+                                std::to_string(n) + " bytes, " +
+                                std::to_string(recv_bytes[static_cast<size_t>(r)]) + " expected");
+    if (n > 0 && status.ok()) {
+      std::memcpy(out, part.data() + size * sizeof(int64_t) + offset, static_cast<size_t>(n));
+    }
+    out += recv_bytes[static_cast<size_t>(r)];
+  }
+  world_.Barrier();
+  return status;
+}
+
 Status ThreadTransport::Barrier(CommGroup) {
   world_.Barrier();
   return Status::OK();

@@ -182,6 +182,13 @@ class Adapter:
     def empty_like(self, array):
         return DeviceArray(array.shape, array.dtype, array.device, array.stream)
 
+    def empty(self, shape, like):
+        return DeviceArray(shape, like.dtype, like.device, like.stream)
+
+    def splits(self, values, like):
+        del like
+        return np.array(values, dtype=np.int32)
+
     def copy(self, array):
         out = self.empty_like(array)
         check(CUDA.cudaMemcpyAsync(out.pointer, array.pointer, array.nbytes, _D2D,
