@@ -47,6 +47,10 @@ class MpiFloor:
         lib.MPI_Irecv.argtypes = point_to_point
         lib.MPI_Isend.argtypes = point_to_point
         lib.MPI_Waitall.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        lib.MPI_Reduce_scatter_block.argtypes = ([ctypes.c_void_p] * 2 + [ctypes.c_int] +
+                                                 [ctypes.c_void_p] * 3)
+        lib.MPI_Alltoall.argtypes = ([ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p] * 2 +
+                                     [ctypes.c_void_p])
         self.lib = lib
 
     def allreduce_(self, tensor):
@@ -55,6 +59,23 @@ class MpiFloor:
         self.lib.MPI_Allreduce(ctypes.c_void_p(MPI_IN_PLACE), tensor.data_ptr(), tensor.numel(),
                                self.float32, self.sum, self.world)
         return tensor
+
+    def reduce_scatter_block(self, tensor, out):
+        """MPI_Reduce_scatter_block of a float32 tensor into ``out`` (its block), summing."""
+        _float32_contiguous(tensor)
+        _float32_contiguous(out)
+        self.lib.MPI_Reduce_scatter_block(tensor.data_ptr(), out.data_ptr(), out.numel(),
+                                          self.float32, self.sum, self.world)
+        return out
+
+    def alltoall(self, tensor, out, size):
+        """MPI_Alltoall of a float32 tensor split evenly between ``size`` ranks."""
+        _float32_contiguous(tensor)
+        _float32_contiguous(out)
+        block = tensor.numel() // size
+        self.lib.MPI_Alltoall(tensor.data_ptr(), block, self.float32, out.data_ptr(), block,
+                              self.float32, self.world)
+        return out
 
 
 class NeighborFloor:

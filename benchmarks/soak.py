@@ -3,8 +3,9 @@
     flockrun -np 4 python benchmarks/soak.py [--ops N] [--seed S] [--max-bytes B]
 
 Every rank draws the same sequence from --seed: each op is one of soak_ops.KINDS (every
-global and neighbor op, static and dynamic topologies, hierarchical ops over machines
-emulated with FLOCK_LOCAL_SIZE, pair_gossip), in every dtype the op takes, of 0 to
+global and neighbor op: allreduce, broadcast, allgather, reducescatter and alltoall with
+random splits, neighbor ops over static and dynamic topologies, hierarchical ops over
+machines emulated with FLOCK_LOCAL_SIZE, pair_gossip), in every dtype the op takes, of 0 to
 --max-bytes bytes (log-uniform; 0 one time in 20), blocking or not. Nonblocking handles
 pile up (1 to 8) and are synchronized in an order each rank draws for itself. Names are
 auto-generated, reused from a small pool, or used once. Now and then the static rank
@@ -64,8 +65,8 @@ def release_free_memory():
     """Gives glibc's free heap memory back to the system (malloc_trim), so that resident
     memory counts what is allocated, not how much was allocated at once at the busiest
     moment: flock tunes malloc to keep up to 1 GiB of freed memory (FLOCK_MALLOC_TUNING),
-    and the soak's peak (up to 8 pending ops of up to 4 MB, allgathers of np × that) is
-    random. A leak stays allocated and is still counted."""
+    and the soak's peak (up to 8 pending ops of up to 4 MB, allgathers and alltoalls of
+    np × that) is random. A leak stays allocated and is still counted."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):

@@ -15,13 +15,20 @@ maxima, products, copies and concatenations are checked for equality; weighted
 combinations (averages, neighbor ops) are checked to WEIGHTED_RTOL of Σ|w|·|x|, the
 size of what was summed.
 
-A reference is one of three forms, computed CHUNK elements at a time so that checking a
+A reference is one of five forms, computed CHUNK elements at a time so that checking a
 4 MB tensor at np 6 needs a few MB, not size × 8 bytes per element:
 
     Reduce(op)         the elementwise reduction over every rank ("sum", "min", "max",
                        "product"; bool: sum/max = or, min/product = and)
     Concat(ranks)      the ranks' flattened inputs one after the other
     Mix({rank: w})     Σ w_j·x_j (float64)
+    MyRows(whole)      this rank's rows (dim 0) of a Reduce or Mix of inputs of one shape,
+                       split as reducescatter splits them (even_rows); checked like whole
+    Received(splits)   the rows each rank r sends this rank, in rank order: rows
+                       [Σ splits[r][:rank], + splits[r][rank]) of rank r's input; with
+                       returned, the result is (tensor, int32 splits received), checked too
+
+MyRows and Received also check the result's shape; the others its element count.
 """
 
 from dataclasses import dataclass
@@ -56,6 +63,22 @@ class Concat:
 @dataclass
 class Mix:
     weights: Dict[int, float]
+
+
+@dataclass
+class MyRows:
+    whole: object  # Reduce or Mix
+
+
+@dataclass
+class Received:
+    splits: List[List[int]]  # splits[r][k]: the rows rank r sends rank k
+    returned: bool  # the op returns (tensor, the splits received), not the tensor
+
+
+def even_rows(rows, size):
+    """Rows of dim 0 per rank: as even as possible, the first rows % size one more."""
+    return [rows // size + (1 if r < rows % size else 0) for r in range(size)]
 
 
 class Inputs:
@@ -119,14 +142,15 @@ def _reduce(inputs, op, lo, hi):
     return combine.reduce(np.stack(parts), axis=0), None
 
 
-def _concat(inputs, ranks, lo, hi):
-    """Elements [lo, hi) of the concatenation of the ranks' flat inputs."""
+def _segments(inputs, segments, lo, hi):
+    """Elements [lo, hi) of the concatenation of segments (rank, first element, count)
+    of the ranks' flat inputs."""
     pieces, start = [], 0
-    for r in ranks:
-        end = start + inputs.counts[r]
+    for r, first, count in segments:
+        end = start + count
         a, b = max(lo, start), min(hi, end)
         if a < b:
-            pieces.append(inputs.chunk(r, a - start, b - start))
+            pieces.append(inputs.chunk(r, first + a - start, first + b - start))
         start = end
     return (np.concatenate(pieces) if pieces else np.zeros(0)), None
 
@@ -140,30 +164,81 @@ def _mix(inputs, weights, lo, hi):
     return expected, bound
 
 
+def _row_elements(shape):
+    return int(np.prod(shape[1:], dtype=np.int64))
+
+
+def _my_rows(inputs, rank):
+    """(first row, rows) of rank's part of a reducescatter of inputs.shapes[rank]."""
+    rows = even_rows(inputs.shapes[rank][0], len(inputs.shapes))
+    return sum(rows[:rank]), rows[rank]
+
+
+def _received_segments(inputs, splits, rank):
+    """(rank r, first element, elements) of the rows each rank r sends rank."""
+    segments = []
+    for r, sent in enumerate(splits):
+        row = _row_elements(inputs.shapes[r])
+        segments.append((r, sum(sent[:rank]) * row, sent[rank] * row))
+    return segments
+
+
+def expected_shape(inputs, reference, rank):
+    """The result's shape for MyRows and Received; None: only its element count."""
+    shape = inputs.shapes[rank]
+    if isinstance(reference, MyRows):
+        return (_my_rows(inputs, rank)[1],) + shape[1:]
+    if isinstance(reference, Received):
+        return (sum(sent[rank] for sent in reference.splits),) + shape[1:]
+    return None
+
+
 def expected_count(inputs, reference, rank):
     if isinstance(reference, Concat):
         return sum(inputs.counts[r] for r in reference.ranks)
-    return inputs.counts[rank]
+    shape = expected_shape(inputs, reference, rank)
+    return inputs.counts[rank] if shape is None else int(np.prod(shape, dtype=np.int64))
 
 
-def check(got, inputs, reference, rank):
-    """None when ``got`` (a torch tensor) is rank's right result, else what is wrong."""
-    count = expected_count(inputs, reference, rank)
-    if got.dtype != getattr(torch, inputs.dtype):
-        return "dtype {} instead of {}".format(got.dtype, inputs.dtype)
-    if got.numel() != count:
-        return "{} elements instead of {} (shape {})".format(got.numel(), count,
-                                                              tuple(got.shape))
-    flat = got.reshape(-1)
-    for lo in range(0, count, CHUNK):
-        hi = min(count, lo + CHUNK)
-        if isinstance(reference, Reduce):
-            expected, bound = _reduce(inputs, reference.op, lo, hi)
-        elif isinstance(reference, Concat):
-            expected, bound = _concat(inputs, reference.ranks, lo, hi)
-        else:
-            expected, bound = _mix(inputs, reference.weights, lo, hi)
+def _expected(inputs, reference, rank, lo, hi):
+    """(expected float64 values, error bound or None: exact) of elements [lo, hi)."""
+    if isinstance(reference, MyRows):
+        offset = _my_rows(inputs, rank)[0] * _row_elements(inputs.shapes[rank])
+        return _expected(inputs, reference.whole, rank, offset + lo, offset + hi)
+    if isinstance(reference, Reduce):
+        return _reduce(inputs, reference.op, lo, hi)
+    if isinstance(reference, Concat):
+        segments = [(r, 0, inputs.counts[r]) for r in reference.ranks]
+        return _segments(inputs, segments, lo, hi)
+    if isinstance(reference, Received):
+        return _segments(inputs, _received_segments(inputs, reference.splits, rank), lo, hi)
+    return _mix(inputs, reference.weights, lo, hi)
+
+
+def _unpack(got, reference, rank):
+    """(the result's tensor, None) or (None, what is wrong with its form)."""
+    if isinstance(reference, Received) and reference.returned:
+        if not isinstance(got, tuple) or len(got) != 2:
+            return None, "a {} instead of (tensor, received splits)".format(type(got).__name__)
+        got, received = got
+        expected = [sent[rank] for sent in reference.splits]
+        if not isinstance(received, torch.Tensor) or received.dtype != torch.int32 or \
+                received.tolist() != expected:
+            return None, "received splits {!r} instead of {} (torch.int32)".format(
+                received, expected)
+    if not isinstance(got, torch.Tensor):
+        return None, "a {} instead of a tensor".format(type(got).__name__)
+    return got, None
+
+
+def _first_wrong(inputs, reference, rank, flat):
+    """What is wrong with the values of flat, the result flattened; None: nothing."""
+    for lo in range(0, flat.numel(), CHUNK):
+        hi = min(flat.numel(), lo + CHUNK)
+        expected, bound = _expected(inputs, reference, rank, lo, hi)
         values = flat[lo:hi].to(torch.float64).numpy()
+        if expected.shape != values.shape:  # the reference read past an input's end
+            return "the reference has {} of elements [{}, {})".format(len(expected), lo, hi)
         if bound is None:
             bad = values != expected
         else:
@@ -174,6 +249,24 @@ def check(got, inputs, reference, rank):
             return "{} of elements [{}, {}) wrong; first at {}: got {!r}, expected {!r}".format(
                 int(bad.sum()), lo, hi, lo + k, values[k], expected[k])
     return None
+
+
+def check(got, inputs, reference, rank):
+    """None when ``got`` (a torch tensor; for Received with returned, (tensor, splits))
+    is rank's right result, else what is wrong."""
+    got, wrong = _unpack(got, reference, rank)
+    if wrong is not None:
+        return wrong
+    count = expected_count(inputs, reference, rank)
+    shape = expected_shape(inputs, reference, rank)
+    if got.dtype != getattr(torch, inputs.dtype):
+        return "dtype {} instead of {}".format(got.dtype, inputs.dtype)
+    if got.numel() != count:
+        return "{} elements instead of {} (shape {})".format(got.numel(), count,
+                                                              tuple(got.shape))
+    if shape is not None and tuple(got.shape) != shape:
+        return "shape {} instead of {}".format(tuple(got.shape), shape)
+    return _first_wrong(inputs, reference, rank, got.reshape(-1))
 
 
 def draw_count(rng, dtype, max_bytes):

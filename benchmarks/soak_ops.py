@@ -16,16 +16,24 @@ and machine topologies are the Job's (soak.py changes them now and then).
     hierarchical.static/.dynamic    machine means mixed by the machine topology, or by
                                     random machine weights the same on a machine's ranks
     pair_gossip                     a random pairing; the odd rank out sits this one out
+    reducescatter.<op>              op sum, average, min, max or product; any dtype
+                                    (average: floating); one shape on every rank, 0 to 2
+                                    dims after dim 0, at times fewer rows than ranks
+    alltoall                        any dtype; dim 0 differs between ranks; 3 in 4: random
+                                    splits (zeros included, now and then a tensor), the
+                                    result (tensor, received splits); else splits=None,
+                                    dim 0 a multiple of the ranks, the result a tensor
 """
 
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
+import torch
 
 import flock.torch as bf
-from soak_inputs import (ALL_DTYPES, FLOAT_DTYPES, ITEMSIZE, Concat, Inputs, Mix, Reduce,
-                         draw_count, same_shape)
+from soak_inputs import (ALL_DTYPES, FLOAT_DTYPES, ITEMSIZE, Concat, Inputs, Mix, MyRows,
+                         Received, Reduce, draw_count, same_shape)
 
 
 @dataclass
@@ -46,7 +54,7 @@ class Job:
 class Call:
     kind: str
     inputs: Inputs
-    reference: object  # Reduce, Concat or Mix for this rank
+    reference: object  # Reduce, Concat, Mix, MyRows or Received for this rank
     start: Optional[Callable]  # start(nonblocking) -> handle or result; None: sits out
     nbytes: int  # this rank's input
 
@@ -239,6 +247,60 @@ def pair_gossip(job, d):
     return _call("pair_gossip", job, inputs, Mix({job.rank: self_w, other: pair_w}), start)
 
 
+def _tail(rng):
+    """The dims after dim 0, the same on every rank: none, or one or two small ones."""
+    pick = rng.random()
+    if pick < 0.4:
+        return []
+    if pick < 0.8:
+        return [int(rng.integers(1, 5))]
+    return [int(rng.integers(1, 5)), int(rng.integers(1, 4))]
+
+
+def reducescatter(op):
+    def plan(job, d):
+        dtype = d.pick_dtype(FLOAT_DTYPES if op == "average" else ALL_DTYPES)
+        tail = _tail(d.rng)
+        rows = d.pick_count(dtype) // int(np.prod(tail, dtype=np.int64))
+        values = "product" if op == "product" else "signed"
+        inputs = Inputs(d.rng, dtype, [[rows] + tail] * job.size, values)
+        whole = (Mix({r: 1.0 / job.size for r in range(job.size)}) if op == "average"
+                 else Reduce(op))
+        start = _blocking_or_not(bf.reducescatter, bf.reducescatter_nonblocking,
+                                 inputs.tensor(job.rank), op=op, name=d.name)
+        return _call("reducescatter." + op, job, inputs, MyRows(whole), start)
+    return plan
+
+
+def draw_splits(rng, rows, size):
+    """The rows sent to each rank, adding up to rows: random shares, a few of them 0."""
+    keep = rng.random(size) < 0.7
+    if not keep.any():
+        keep[int(rng.integers(size))] = True
+    share = (rng.random(size) + 1e-3) * keep
+    return [int(n) for n in rng.multinomial(rows, share / share.sum())]
+
+
+def alltoall(job, d):
+    dtype = d.pick_dtype(ALL_DTYPES)
+    tail = _tail(d.rng)
+    rows = [d.pick_count(dtype) // int(np.prod(tail, dtype=np.int64)) for _ in range(job.size)]
+    even = bool(d.rng.random() < 0.25)
+    if even:  # splits=None: dim 0 must divide by the ranks
+        rows = [n - n % job.size for n in rows]
+        splits = [[n // job.size] * job.size for n in rows]
+    else:
+        splits = [draw_splits(d.rng, n, job.size) for n in rows]
+    as_tensor = bool(d.rng.random() < 0.25)
+    inputs = Inputs(d.rng, dtype, [[n] + tail for n in rows])
+    mine = None if even else splits[job.rank]
+    if mine is not None and as_tensor:
+        mine = torch.tensor(mine)
+    start = _blocking_or_not(bf.alltoall, bf.alltoall_nonblocking, inputs.tensor(job.rank),
+                             splits=mine, name=d.name)
+    return _call("alltoall", job, inputs, Received(splits, not even), start)
+
+
 # kind -> (planner, the dtypes it takes); soak.py draws kinds uniformly.
 KINDS = {
     "allreduce.sum": (allreduce("sum"), ALL_DTYPES),
@@ -255,4 +317,10 @@ KINDS = {
     "hierarchical.static": (hierarchical(False), FLOAT_DTYPES),
     "hierarchical.dynamic": (hierarchical(True), FLOAT_DTYPES),
     "pair_gossip": (pair_gossip, FLOAT_DTYPES),
+    "reducescatter.sum": (reducescatter("sum"), ALL_DTYPES),
+    "reducescatter.average": (reducescatter("average"), FLOAT_DTYPES),
+    "reducescatter.min": (reducescatter("min"), ALL_DTYPES),
+    "reducescatter.max": (reducescatter("max"), ALL_DTYPES),
+    "reducescatter.product": (reducescatter("product"), ALL_DTYPES),
+    "alltoall": (alltoall, ALL_DTYPES),
 }

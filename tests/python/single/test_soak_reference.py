@@ -97,3 +97,74 @@ def test_element_counts_span_zero_to_the_byte_limit():
     assert min(counts) == 0 and max(counts) <= (1 << 20)
     assert max(counts) > (1 << 19)  # log-uniform: the top octave is drawn too
     assert 0.03 < counts.count(0) / len(counts) < 0.08
+
+
+def _stacked_reduction(inputs, op):
+    stacked = torch.stack([inputs.tensor(r).to(torch.float64) for r in range(SIZE)])
+    if inputs.dtype == "bool":
+        whole = stacked.bool().any(0) if op in ("sum", "max") else stacked.bool().all(0)
+    else:
+        whole = {"sum": stacked.sum(0), "average": stacked.mean(0), "product": stacked.prod(0),
+                 "min": stacked.min(0).values, "max": stacked.max(0).values}[op]
+    return whole.to(getattr(torch, inputs.dtype))
+
+
+@pytest.mark.parametrize("rows", [0, 4, SIZE, 2 * si.CHUNK // 3 + 5])
+@pytest.mark.parametrize("op, dtype", [("sum", "int16"), ("max", "bool"), ("product", "uint8"),
+                                       ("average", "float16"), ("average", "float64")])
+def test_my_rows_of_a_reduction_are_the_reducescatter_split(op, dtype, rows):
+    inputs = si.Inputs(np.random.default_rng(5), dtype, [[rows, 3]] * SIZE,
+                       "product" if op == "product" else "signed")
+    whole = si.Mix({r: 1.0 / SIZE for r in range(SIZE)}) if op == "average" else si.Reduce(op)
+    full = _stacked_reduction(inputs, op)
+    split = [rows // SIZE + (1 if r < rows % SIZE else 0) for r in range(SIZE)]
+    for rank in range(SIZE):
+        mine = full[sum(split[:rank]):sum(split[:rank + 1])]
+        assert si.check(mine, inputs, si.MyRows(whole), rank) is None
+        others = full[sum(split[:rank - 1]):sum(split[:rank])]  # rank - 1's rows
+        if rank and others.shape == mine.shape and not torch.equal(others, mine):
+            assert si.check(others, inputs, si.MyRows(whole), rank) is not None
+    if rows % SIZE:  # the last rank has one row fewer than the first
+        assert "shape" in si.check(full[:split[0]], inputs, si.MyRows(whole), SIZE - 1)
+    if rows >= SIZE:  # the right count of elements in the wrong shape
+        flat = full[:split[0]].reshape(-1)
+        assert "shape" in si.check(flat, inputs, si.MyRows(whole), 0)
+
+
+def _alltoall_inputs(splits, tail, dtype="int32"):
+    shapes = [[sum(sent)] + tail for sent in splits]
+    return si.Inputs(np.random.default_rng(9), dtype, shapes)
+
+
+@pytest.mark.parametrize("tail", [[], [3], [2, 2]], ids=str)
+def test_received_rows_are_what_each_rank_sends_this_rank(tail):
+    size = 4
+    rng = np.random.default_rng(2)
+    splits = [soak_ops.draw_splits(rng, rows, size) for rows in [0, 7, si.CHUNK, 30]]
+    inputs = _alltoall_inputs(splits, tail)
+    for rank in range(size):
+        parts = []
+        for r, sent in enumerate(splits):
+            parts.append(inputs.tensor(r)[sum(sent[:rank]):sum(sent[:rank + 1])])
+        right = torch.cat(parts)
+        received = torch.tensor([sent[rank] for sent in splits], dtype=torch.int32)
+        assert si.check((right, received), inputs, si.Received(splits, True), rank) is None
+        assert si.check(right, inputs, si.Received(splits, False), rank) is None
+        assert "instead of (tensor" in si.check(right, inputs, si.Received(splits, True), rank)
+        assert "received splits" in si.check((right, received.long()), inputs,
+                                             si.Received(splits, True), rank)
+        if right.numel():
+            wrong = right.clone()
+            wrong.reshape(-1)[-1] += 1
+            assert si.check(wrong, inputs, si.Received(splits, False), rank) is not None
+        reversed_order = torch.cat(parts[::-1])
+        if not torch.equal(reversed_order, right):
+            assert si.check(reversed_order, inputs, si.Received(splits, False), rank) is not None
+
+
+def test_drawn_splits_add_up_to_the_rows_and_include_zeros():
+    rng = np.random.default_rng(4)
+    drawn = [soak_ops.draw_splits(rng, rows, 4) for rows in range(0, 4000, 7)]
+    assert all(sum(sent) == rows for sent, rows in zip(drawn, range(0, 4000, 7)))
+    assert all(n >= 0 for sent in drawn for n in sent)
+    assert sum(0 in sent for sent in drawn[50:]) > 50  # zeros with many rows too
