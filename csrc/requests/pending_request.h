@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "flock/common/data_type.h"
@@ -15,10 +16,29 @@ namespace flock {
 
 using HandleId = int64_t;
 
+// Leaves the elements of a resized vector uninitialized: an output the
+// transport overwrites whole need not be zeroed first (16 MB: ~2 ms).
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using OutputBytes = std::vector<char, UninitializedAllocator<char>>;
+
 // An output the engine allocated (allgather: its size is known only then): in
 // `bytes`, or for a CUDA tensor in device memory owned by `device_data`.
 struct GatheredTensor {
-  std::vector<char> bytes;
+  OutputBytes bytes;
   DataType dtype = DataType::kFloat32;
   std::vector<int64_t> shape;
   Device device;
