@@ -28,7 +28,7 @@ RowSplit EvenRowSplit(int64_t total_rows, int size);
 std::vector<int64_t> ReducescatterShape(const std::vector<int64_t>& shape, int size, int rank);
 
 // This rank's reason to reject a reducescatter (OK if none): a 0-d input, a
-// reduction its dtype lacks, an output of the wrong dtype or shape.
+// reduction its dtype lacks, an output of the wrong dtype, device or shape.
 Status CheckReducescatter(const TensorView& input, const TensorView& output, ReduceOp op, int size,
                           int rank);
 
@@ -39,18 +39,24 @@ Status CheckReducescatter(const TensorView& input, const TensorView& output, Red
 Result<std::vector<int64_t>> ResolveSplits(const std::vector<int64_t>& splits, int64_t rows,
                                            int size);
 
+// Bytes of one row of dim 0 (the product of the other dims), or -1 past 2^63.
+int64_t RowBytes(DataType dtype, const std::vector<int64_t>& shape);
+
 // An alltoall's exchange in bytes: what this rank sends to and receives from
-// each rank, and its output shape (dim 0 = the rows received). `recv_rows`
-// come from the other ranks: a negative count, or an output past 2^63 bytes,
-// is an error (the same on every rank of the exchange).
+// each rank, its output shape (dim 0 = the rows received) and the rows from
+// each rank. `matrix` holds every rank's splits (row k: the rows rank k sends
+// to each rank), the same on every rank; so are the checks: a negative count,
+// or a rank sending or receiving more than `max_bytes` (or 2^63) in all, is
+// the same error on every rank of the exchange.
 struct AlltoallLayout {
   std::vector<int64_t> send_bytes;
   std::vector<int64_t> recv_bytes;
+  std::vector<int64_t> recv_rows;
   std::vector<int64_t> output_shape;
   int64_t total_recv_bytes = 0;
 };
 Result<AlltoallLayout> PlanAlltoall(DataType dtype, const std::vector<int64_t>& shape,
-                                    const std::vector<int64_t>& send_rows,
-                                    const std::vector<int64_t>& recv_rows);
+                                    const std::vector<int64_t>& matrix, int size, int rank,
+                                    int64_t max_bytes);
 
 }  // namespace flock

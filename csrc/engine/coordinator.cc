@@ -87,7 +87,7 @@ std::vector<Response> Coordinator::TakeResponses() {
   // fail names every rank has already agreed to run.
   std::vector<Response> out;
   std::vector<FusionCandidate> candidates;
-  for (const Agreed& a : completed_) candidates.push_back(CandidateFrom(a.signature));
+  for (const Agreed& a : completed_) candidates.push_back(CandidateFrom(a.signature, size_));
   for (const std::vector<size_t>& batch : PlanFusion(candidates, threshold_)) {
     Response execute = MakeResponse(ResponseType::kExecute,
                                     static_cast<OpKind>(completed_[batch.front()].signature.kind));

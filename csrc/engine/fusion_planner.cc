@@ -1,5 +1,6 @@
 #include "flock/engine/fusion_planner.h"
 
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -7,7 +8,7 @@
 
 namespace flock {
 
-FusionCandidate CandidateFrom(const OpSignature& s) {
+FusionCandidate CandidateFrom(const OpSignature& s, int ranks) {
   FusionCandidate c;
   c.kind = static_cast<OpKind>(s.kind);
   c.dtype = s.dtype;
@@ -17,6 +18,13 @@ FusionCandidate CandidateFrom(const OpSignature& s) {
   int64_t elements = 1;
   for (int64_t d = 0; d < std::min<int64_t>(s.ndim, kSignatureMaxDims); ++d) elements *= s.dims[d];
   c.bytes = elements * static_cast<int64_t>(DataTypeSize(static_cast<DataType>(s.dtype)));
+  if (c.kind == OpKind::kReducescatter && c.bytes > std::numeric_limits<int64_t>::max() / 4) {
+    c.bytes = std::numeric_limits<int64_t>::max();  // travels alone; no padded size overflows
+  } else if (c.kind == OpKind::kReducescatter && s.ndim > 0 && s.dims[0] > 0) {
+    const int64_t row = c.bytes / s.dims[0];
+    const int64_t most_rows = (s.dims[0] + ranks - 1) / ranks;
+    c.bytes = (ranks + 1) * most_rows * row;  // padded blocks and this rank's block
+  }
   return c;
 }
 

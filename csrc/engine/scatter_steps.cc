@@ -23,12 +23,6 @@ struct ScatterPart {
   int64_t offset;  // bytes from the start of a block
 };
 
-int64_t RowBytesOf(const TensorView& t) {
-  int64_t bytes = static_cast<int64_t>(DataTypeSize(t.dtype));
-  for (size_t d = 1; d < t.shape.size(); ++d) bytes *= t.shape[d];
-  return bytes;
-}
-
 // Block k of the send region: rank k's rows of every part, padded.
 Status PackBlocks(DataPath& path, const std::vector<ScatterPart>& parts, int size,
                   int64_t block_bytes, char* buffer) {
@@ -60,8 +54,8 @@ Status Reducescatter(DataPath& path, Timeline& timeline,
   std::vector<ScatterPart> parts;
   int64_t block_bytes = 0;
   for (PendingRequest* r : batch) {
-    ScatterPart p{r, RowBytesOf(r->op.tensor), EvenRowSplit(r->op.tensor.shape[0], size),
-                  block_bytes};
+    ScatterPart p{r, RowBytes(r->op.tensor.dtype, r->op.tensor.shape),
+                  EvenRowSplit(r->op.tensor.shape[0], size), block_bytes};
     block_bytes += p.split.most_rows * p.row_bytes;
     parts.push_back(std::move(p));
   }
@@ -109,22 +103,20 @@ Result<std::shared_ptr<GatheredTensor>> Alltoall(DataPath& path, Transport& host
     return host.Allgather(r.op.splits.data(), size * static_cast<int64_t>(sizeof(int64_t)),
                           all.data(), group);
   }));
-  std::vector<int64_t> recv_rows;
-  for (int k = 0; k < size; ++k) recv_rows.push_back(all[static_cast<size_t>(k * size + me)]);
-  FLOCK_ASSIGN_OR_RETURN(const AlltoallLayout layout,
-                         PlanAlltoall(in.dtype, in.shape, r.op.splits, recv_rows));
+  Transport& t = path.transport();
+  FLOCK_ASSIGN_OR_RETURN(AlltoallLayout layout,
+                         PlanAlltoall(in.dtype, in.shape, all, size, me, t.max_alltoall_bytes()));
   auto out = std::make_shared<GatheredTensor>();
   out->dtype = in.dtype;
   out->shape = layout.output_shape;
-  out->received_splits = recv_rows;
+  out->received_splits = std::move(layout.recv_rows);
   if (gpu != nullptr) {
     FLOCK_RETURN_IF_ERROR(AllocateOnDevice(*gpu, host, r, *out, layout.total_recv_bytes));
   } else {
     out->bytes.resize(static_cast<size_t>(layout.total_recv_bytes));
   }
   FLOCK_RETURN_IF_ERROR(Phase(timeline, {&r}, "COMMUNICATE", [&] {
-    return path.transport().Alltoallv(in.data, layout.send_bytes, out->data(), layout.recv_bytes,
-                                      group);
+    return t.Alltoallv(in.data, layout.send_bytes, out->data(), layout.recv_bytes, group);
   }));
   return out;
 }

@@ -20,6 +20,9 @@ using HandleId = int64_t;
 // transport overwrites whole need not be zeroed first (16 MB: ~2 ms).
 template <typename T>
 struct UninitializedAllocator : std::allocator<T> {
+  UninitializedAllocator() noexcept = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}  // NOLINT: rebinding
   template <typename U>
   struct rebind {
     using other = UninitializedAllocator<U>;

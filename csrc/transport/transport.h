@@ -60,6 +60,10 @@ class Transport {
   // go to rank r; recv_bytes[r] bytes from rank r land in `recv`, in rank order.
   virtual Status Alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
                            const std::vector<int64_t>& recv_bytes, CommGroup group) = 0;
+  // The most bytes one rank may send, or receive, in one Alltoallv (MPI: its
+  // int displacements). Callers check every rank's totals against it, so an
+  // exchange too large fails the same way on every rank instead of on some.
+  virtual int64_t max_alltoall_bytes() const { return INT64_MAX; }
 
   virtual Status Barrier(CommGroup group) = 0;
 

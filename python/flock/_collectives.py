@@ -15,10 +15,12 @@ fails on every rank instead of leaving the others waiting.
 
 import functools
 import inspect
+import operator
 
 from flock._args import as_rank
 from flock._core_loader import core
 from flock.compression import resolve as resolve_compression
+from flock.errors import FlockInvalidArgumentError
 from flock.reduce_op import resolve_reduce_op
 
 # handle -> function that turns the finished op into the caller's result. It
@@ -92,10 +94,21 @@ def poll(handle):
     return core.poll(handle)
 
 
+def _reduce_op_or_error(src, average, op):
+    """The ReduceOp the arguments select; a bad choice becomes ``src``'s error, so the
+    op is still submitted and fails on every rank instead of leaving the others waiting."""
+    try:
+        return resolve_reduce_op(average, op)
+    except FlockInvalidArgumentError as error:
+        if src.error is None:
+            src.error = str(error)
+        return resolve_reduce_op(None, None)
+
+
 def allreduce_nonblocking(adapter, tensor, average=None, name=None, op=None,
                           is_hierarchical_local=False, inplace=False, wait_follows=False):
-    reduce_op = resolve_reduce_op(average, op)
     src = _Exported(adapter, tensor)
+    reduce_op = _reduce_op_or_error(src, average, op)
     if src.error is not None:
         handle = core.enqueue_allreduce(None, None, reduce_op, name, is_hierarchical_local,
                                         local_error=src.error, wait_follows=wait_follows)
@@ -157,8 +170,8 @@ def _scatter_shape(shape):
 
 def reducescatter_nonblocking(adapter, tensor, average=None, name=None, op=None,
                               wait_follows=False):
-    reduce_op = resolve_reduce_op(average, op)
     src = _Exported(adapter, tensor)
+    reduce_op = _reduce_op_or_error(src, average, op)
     if src.error is not None:
         handle = core.enqueue_reducescatter(None, None, reduce_op, name, local_error=src.error,
                                             wait_follows=wait_follows)
@@ -171,15 +184,27 @@ def reducescatter_nonblocking(adapter, tensor, average=None, name=None, op=None,
     return _register(handle, lambda _: out, _stream_of(adapter, src.tensor, stream))
 
 
+_INT64 = (-2 ** 63, 2 ** 63 - 1)
+
+
 def _as_splits(splits):
-    """``splits`` as a list of ints (None stays None: an even split)."""
+    """``splits`` as a list of ints (None stays None: an even split): any sequence of
+    integers — Python or numpy integers, 0-d integer tensors — or a 1-d integer tensor."""
     if splits is None:
         return None
     tolist = getattr(splits, "tolist", None)
     values = tolist() if tolist is not None else list(splits)
-    if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
-        raise TypeError("splits must be integers, got {!r}".format(splits))
-    return values
+    if not isinstance(values, list):
+        values = [values]
+    try:
+        if any(isinstance(v, (bool, float)) for v in values):
+            raise TypeError
+        ints = [operator.index(v) for v in values]
+    except TypeError:
+        raise TypeError("splits must be integers, got {!r}".format(splits)) from None
+    if any(not _INT64[0] <= v <= _INT64[1] for v in ints):
+        raise ValueError("splits {!r} holds a count outside int64".format(ints))
+    return ints
 
 
 def alltoall_nonblocking(adapter, tensor, splits=None, name=None, wait_follows=False):

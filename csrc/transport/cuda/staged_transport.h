@@ -28,6 +28,7 @@ class StagedTransport : public DeviceTransport {
                        ReduceOp op, CommGroup group) override;
   Status Alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
                    const std::vector<int64_t>& recv_bytes, CommGroup group) override;
+  int64_t max_alltoall_bytes() const override { return host_.max_alltoall_bytes(); }
 
   // Outside a group, a Send or Recv is a group of one.
   Status Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) override;

@@ -263,9 +263,10 @@ Status MpiTransport::ReduceScatter(const void* send, void* recv, int64_t count_p
     return Status::Unsupported("reducescatter of " + std::to_string(count_per_rank) +
                                " elements per rank exceeds MPI's count limit");
   }
-  FLOCK_MPI_CHECK(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count_per_rank),
-                                           types_.Datatype(dtype), types_.Op(dtype, op),
-                                           comm(group)));
+  // One rank: output and input may be the same buffer, which MPI allows only as MPI_IN_PLACE.
+  FLOCK_MPI_CHECK(MPI_Reduce_scatter_block(send == recv ? MPI_IN_PLACE : send, recv,
+                                           static_cast<int>(count_per_rank), types_.Datatype(dtype),
+                                           types_.Op(dtype, op), comm(group)));
   return Status::OK();
 }
 

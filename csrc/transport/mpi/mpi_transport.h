@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include <climits>
 #include <list>
 #include <memory>
 #include <unordered_map>
@@ -43,6 +44,7 @@ class MpiTransport final : public Transport {
                        ReduceOp op, CommGroup group) override;
   Status Alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
                    const std::vector<int64_t>& recv_bytes, CommGroup group) override;
+  int64_t max_alltoall_bytes() const override { return INT_MAX; }
   Status Barrier(CommGroup group) override;
   Status Send(const void* buffer, int64_t bytes, int dest, int tag, CommGroup group) override;
   Status Recv(void* buffer, int64_t bytes, int source, int tag, CommGroup group) override;

@@ -4,6 +4,7 @@
 // rank computes from every rank's deterministic input.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numeric>
 #include <vector>
 
@@ -57,28 +58,39 @@ TEST(ScatterTransport, AlltoallvWithUnequalAndEmptyParts) {
   }
 }
 
-// Several reducescatters in flight at once, so the engine may fuse them.
+// Several reducescatters submitted before any is waited for: the engine fuses them.
 TEST(ScatterRuntime, UnevenReducescattersInFlightTogether) {
   Runtime& rt = *SharedRuntime();
   const int n = rt.size(), r = rt.rank();
   const std::vector<int64_t> rows = {1, 7, static_cast<int64_t>(3 * n + 1), 0, 2};
+  std::vector<std::vector<float>> ins(rows.size()), outs(rows.size());
+  std::vector<HandleId> handles;
+  const int64_t fused_before = rt.engine().counters().Snapshot().at("fused_batches");
   for (size_t k = 0; k < rows.size(); ++k) {
-    std::vector<float> in(static_cast<size_t>(rows[k] * 2));
-    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(Value(r, i));
+    ins[k].resize(static_cast<size_t>(rows[k] * 2));
+    for (size_t i = 0; i < ins[k].size(); ++i) ins[k][i] = static_cast<float>(Value(r, i));
     const std::vector<int64_t> out_shape = ReducescatterShape({rows[k], 2}, n, r);
-    std::vector<float> out(static_cast<size_t>(out_shape[0] * 2) + 1, -1.f);
-    ReducescatterOptions options{ReduceOp::kSum, CommGroup::kWorld, "rs." + std::to_string(k)};
-    ASSERT_TRUE(Reducescatter(rt, {in.data(), DataType::kFloat32, {rows[k], 2}},
-                              {out.data(), DataType::kFloat32, out_shape}, options)
-                    .ok());
-    const int64_t first = EvenRowSplit(rows[k], n).first_row[static_cast<size_t>(r)];
-    for (int64_t i = 0; i < out_shape[0] * 2; ++i) {
-      double expected = 0;
-      for (int q = 0; q < n; ++q) expected += Value(q, first * 2 + i);
-      ASSERT_EQ(out[static_cast<size_t>(i)], expected) << "tensor " << k << " at " << i;
-    }
-    ASSERT_EQ(out.back(), -1.f) << "wrote past the output";
+    outs[k].assign(static_cast<size_t>(out_shape[0] * 2) + 1, -1.f);
+    OpRequest op = MakeRequest(OpKind::kReducescatter, "rs." + std::to_string(k),
+                               {ins[k].data(), DataType::kFloat32, {rows[k], 2}});
+    op.reduce_op = ReduceOp::kSum;
+    auto handle =
+        rt.engine().Submit(std::move(op), {outs[k].data(), DataType::kFloat32, out_shape}, nullptr);
+    ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+    handles.push_back(handle.value());
   }
+  for (size_t k = 0; k < rows.size(); ++k) {
+    auto done = rt.engine().Wait(handles[k], std::chrono::milliseconds(100), nullptr);
+    ASSERT_TRUE(done.ok() && done.value().status.ok());
+    const int64_t first = EvenRowSplit(rows[k], n).first_row[static_cast<size_t>(r)];
+    for (size_t i = 0; i + 1 < outs[k].size(); ++i) {
+      double expected = 0;
+      for (int q = 0; q < n; ++q) expected += Value(q, first * 2 + static_cast<int64_t>(i));
+      ASSERT_EQ(outs[k][i], expected) << "tensor " << k << " at " << i;
+    }
+    ASSERT_EQ(outs[k].back(), -1.f) << "wrote past the output";
+  }
+  EXPECT_GT(rt.engine().counters().Snapshot().at("fused_batches"), fused_before);
 }
 
 TEST(ScatterRuntime, AlltoallWithSplitsReturnsTheReceivedSplits) {

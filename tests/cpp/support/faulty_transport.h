@@ -56,6 +56,7 @@ class FaultyTransport final : public Transport {
                    const std::vector<int64_t>& recv_bytes, CommGroup group) override {
     return inner_.Alltoallv(send, send_bytes, recv, recv_bytes, group);
   }
+  int64_t max_alltoall_bytes() const override { return inner_.max_alltoall_bytes(); }
   Status Barrier(CommGroup group) override { return inner_.Barrier(group); }
   Status Send(const void* b, int64_t n, int dest, int tag, CommGroup group) override {
     return inner_.Send(b, n, dest, tag, group);

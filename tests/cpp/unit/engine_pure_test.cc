@@ -174,7 +174,7 @@ TEST(FusionPlanner, KeepsHostAndCudaTensorsApart) {
   EXPECT_EQ(plan[1], (std::vector<size_t>{1, 3}));
   OpSignature cuda = Sig(OpKind::kAllreduce, DataType::kFloat32, {2}, "c");
   cuda.device = static_cast<int64_t>(DeviceType::kCUDA);
-  EXPECT_EQ(CandidateFrom(cuda).device, static_cast<int64_t>(DeviceType::kCUDA));
+  EXPECT_EQ(CandidateFrom(cuda, 2).device, static_cast<int64_t>(DeviceType::kCUDA));
 }
 
 TEST(FusionPlanner, AThresholdNearTheLimitDoesNotOverflow) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <limits>
 
 #include "flock/engine/fusion_planner.h"
@@ -61,18 +62,35 @@ TEST(ScatterLayout, ResolveSplitsNamesWhatIsWrong) {
   EXPECT_EQ(ResolveSplits({0, 3, 0}, 3, 3).value(), (std::vector<int64_t>{0, 3, 0}));
 }
 
-TEST(ScatterLayout, PlanAlltoallCountsBytesAndRefusesBadPeers) {
-  auto layout = PlanAlltoall(DataType::kFloat64, {5, 2, 3}, {1, 4}, {2, 0});
+TEST(ScatterLayout, PlanAlltoallCountsBytesFromEveryRanksSplits) {
+  // Rank 0 sends 1 row to itself and 4 to rank 1; rank 1 sends 2 to rank 0, none to itself.
+  const std::vector<int64_t> matrix = {1, 4, 2, 0};
+  auto layout = PlanAlltoall(DataType::kFloat64, {5, 2, 3}, matrix, 2, 0, INT64_MAX);
   ASSERT_TRUE(layout.ok());
   EXPECT_EQ(layout.value().send_bytes, (std::vector<int64_t>{48, 192}));
-  EXPECT_EQ(layout.value().recv_bytes, (std::vector<int64_t>{96, 0}));
-  EXPECT_EQ(layout.value().output_shape, (std::vector<int64_t>{2, 2, 3}));
-  EXPECT_EQ(layout.value().total_recv_bytes, 96);
-  EXPECT_EQ(PlanAlltoall(DataType::kFloat32, {2}, {1, 1}, {1, -1}).status().code(),
+  EXPECT_EQ(layout.value().recv_bytes, (std::vector<int64_t>{48, 96}));
+  EXPECT_EQ(layout.value().recv_rows, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(layout.value().output_shape, (std::vector<int64_t>{3, 2, 3}));
+  EXPECT_EQ(layout.value().total_recv_bytes, 144);
+  auto other = PlanAlltoall(DataType::kFloat64, {2, 2, 3}, matrix, 2, 1, INT64_MAX);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other.value().output_shape, (std::vector<int64_t>{4, 2, 3}));
+}
+
+// A limit one rank exceeds fails every rank alike: each checks every rank's totals.
+TEST(ScatterLayout, PlanAlltoallRefusesWhatAnyRankCannotMove) {
+  const std::vector<int64_t> matrix = {1, 1, 3, 0};  // rank 1 sends 3 rows, rank 0 receives 4
+  for (int rank : {0, 1}) {
+    auto layout = PlanAlltoall(DataType::kFloat32, {2}, matrix, 2, rank, 12);
+    ASSERT_EQ(layout.status().code(), StatusCode::kUnsupported) << rank;
+    EXPECT_NE(layout.status().message().find("rank 0 would receive 4 rows"), std::string::npos)
+        << layout.status().message();
+  }
+  EXPECT_TRUE(PlanAlltoall(DataType::kFloat32, {2}, matrix, 2, 0, 16).ok());
+  EXPECT_EQ(PlanAlltoall(DataType::kFloat32, {2}, {1, 1, 1, -1}, 2, 0, 16).status().code(),
             StatusCode::kInternal);
-  const int64_t huge = std::numeric_limits<int64_t>::max() / 4;
-  EXPECT_EQ(PlanAlltoall(DataType::kFloat32, {2}, {1, 1}, {huge, huge}).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanAlltoall(DataType::kFloat32, {2}, {1, 1, 1}, 2, 0, 16).status().code(),
+            StatusCode::kInternal);
 }
 
 FusionCandidate Candidate(OpKind kind, int64_t bytes) {

@@ -34,18 +34,29 @@ def test_reducescatter_matches_numpy(rank, size, device, stream, dtype, rows):
     np.testing.assert_array_equal(x.numpy(), every[rank])  # the input is left alone
 
 
-def test_fused_reducescatters_in_flight_together(rank, size, device, stream):
+def distinct(size, shape, salt):
+    """Every rank's input with a different value in every element (a row taken from the
+    wrong place cannot match by chance): arange offset by rank and tensor."""
+    n = int(np.prod(shape))
+    return [(np.arange(n, dtype=np.float64).reshape(shape) + 1000 * r + 100 * salt)
+            .astype(np.float32) for r in range(size)]
+
+
+@pytest.mark.parametrize("op", ["sum", "average"])
+def test_fused_reducescatters_in_flight_together(rank, size, device, stream, op):
     shapes = [(i + 1, 2) for i in range(8)]
-    every = [inputs(size, s, "float32", salt=40 + i) for i, s in enumerate(shapes)]
+    every = [distinct(size, s, salt=i) for i, s in enumerate(shapes)]
     arrays = [DeviceArray.from_numpy(e[rank], device, stream) for e in every]
-    handles = [ops.reducescatter_nonblocking(ADAPTER, a, op="max", name="rs.fused.{}".format(i))
+    handles = [ops.reducescatter_nonblocking(ADAPTER, a, op=op,
+                                             name="rs.fused.{}.{}".format(op, i))
                for i, a in enumerate(arrays)]
+    reduce = np.mean if op == "average" else np.sum
     for i, handle in enumerate(handles):
         out = ops.synchronize(handle)
         counts = even_rows(shapes[i][0], size)
         start = sum(counts[:rank])
-        expected = np.max(np.stack(every[i]), axis=0)[start:start + counts[rank]]
-        np.testing.assert_array_equal(out.numpy(), expected)
+        expected = reduce(np.stack(every[i]).astype(np.float64), axis=0)
+        np.testing.assert_allclose(out.numpy(), expected[start:start + counts[rank]], rtol=1e-6)
 
 
 def test_alltoall_with_splits(rank, size, device, stream):
@@ -63,6 +74,15 @@ def test_alltoall_with_splits(rank, size, device, stream):
         parts.append(every[r][start:start + splits_of(r)[rank]])
     expected = np.concatenate(parts)
     assert received.tolist() == [splits_of(r)[rank] for r in range(size)]
+    assert out.device == device and out.shape == expected.shape
+    np.testing.assert_array_equal(out.numpy(), expected)
+
+
+def test_alltoall_even_split(rank, size, device, stream):
+    every = distinct(size, (2 * size, 3), salt=9)
+    x = DeviceArray.from_numpy(every[rank], device, stream)
+    out = ops.synchronize(ops.alltoall_nonblocking(ADAPTER, x, None, name="a2a.even"))
+    expected = np.concatenate([every[r][2 * rank:2 * rank + 2] for r in range(size)])
     assert out.device == device and out.shape == expected.shape
     np.testing.assert_array_equal(out.numpy(), expected)
 

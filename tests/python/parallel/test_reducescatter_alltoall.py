@@ -65,17 +65,18 @@ def test_reducescatter_averages_by_default(rank, size):
     assert torch.equal(bf.reducescatter(x, average=False), expected * size)
 
 
-def test_many_nonblocking_reducescatters_are_fused_and_each_correct(rank, size):
+@pytest.mark.parametrize("op", ["sum", "average"])
+def test_many_nonblocking_reducescatters_are_fused_and_each_correct(op, rank, size):
     shapes = [(i % 5 + 1, 3) if i % 2 else (2 * size + i,) for i in range(24)]
     tensors = [to_torch(rank_input(i, rank, "float32", s), "float32")
                for i, s in enumerate(shapes)]
     before = bf.engine_counters()
-    handles = [bf.reducescatter_nonblocking(t, name="rs.burst.{}".format(i), op="sum")
+    handles = [bf.reducescatter_nonblocking(t, name="rs.burst.{}.{}".format(op, i), op=op)
                for i, t in enumerate(tensors)]
     results = [bf.synchronize(h) for h in handles]
     after = bf.engine_counters()
     for i, (s, got) in enumerate(zip(shapes, results)):
-        expected = _my_rows(_reduced(i, size, "float32", s, "sum"), rank, size)
+        expected = _my_rows(_reduced(i, size, "float32", s, op), rank, size)
         np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=tolerance("float32", size))
     # 24 ops agreed on in one negotiation round go out in far fewer batches.
     assert after["batches"] - before["batches"] < len(shapes)
@@ -92,6 +93,36 @@ def test_reducescatter_shape_mismatch_fails_on_every_rank(rank, size):
     x = torch.ones(4 * size + (1 if rank == 1 else 0))
     with pytest.raises(bf.FlockMismatchError, match="reducescatter 'rs.bad'.*shape"):
         bf.reducescatter(x, name="rs.bad")
+    _next_op_works(size)
+
+
+def test_a_named_reducescatter_repeats_and_may_change_shape(rank, size):
+    """The second call of a name hits the response cache; a new shape is a new signature."""
+    for rows in (size + 1, size + 1, 3 * size + 2):
+        x = torch.arange(rows * 2, dtype=torch.float64).reshape(rows, 2) * (rank + 1)
+        got = bf.reducescatter(x, op="sum", name="rs.repeat")
+        whole = torch.arange(rows * 2, dtype=torch.float64).reshape(rows, 2) * (
+            size * (size + 1) / 2)
+        counts = _even_split(rows, size)
+        start = sum(counts[:rank])
+        assert torch.equal(got, whole[start:start + counts[rank]])
+
+
+@needs_ranks(2)
+def test_reducescatter_dtype_mismatch_fails_on_every_rank(rank, size):
+    x = torch.ones(size, dtype=torch.float64 if rank == 1 else torch.float32)
+    with pytest.raises(bf.FlockMismatchError, match="dtype"):
+        bf.reducescatter(x, name="rs.dtype")
+    _next_op_works(size)
+
+
+@needs_ranks(2)
+def test_a_bad_op_on_one_rank_fails_every_rank(rank, size):
+    op = "median" if rank == size - 1 else "sum"
+    expected = bf.FlockInvalidArgumentError if rank == size - 1 else bf.FlockAbortedError
+    for call in (bf.reducescatter, bf.allreduce):
+        with pytest.raises(expected):
+            call(torch.ones(size), op=op, name="bad.op." + call.__name__)
     _next_op_works(size)
 
 
@@ -199,6 +230,32 @@ def test_alltoall_bad_splits_on_the_last_rank_fail_on_every_rank(bad, message, r
     else:
         with pytest.raises(bf.FlockAbortedError, match="rejected its input"):
             bf.alltoall(x, splits=splits, name="a2a.bad")
+    _next_op_works(size)
+
+
+@needs_ranks(2)
+def test_alltoall_dtype_mismatch_fails_on_every_rank(rank, size):
+    x = torch.ones(size, dtype=torch.int32 if rank == 0 else torch.int64)
+    with pytest.raises(bf.FlockMismatchError, match="dtype"):
+        bf.alltoall(x, name="a2a.dtype")
+    _next_op_works(size)
+
+
+def test_alltoall_splits_may_be_numpy_or_0d_tensor_integers(rank, size):
+    x = torch.arange(size, dtype=torch.float32) + 100 * rank
+    for splits in ([np.int64(1)] * size, [torch.tensor(1)] * size, np.ones(size, np.int32)):
+        result, received = bf.alltoall(x, splits=splits, name="a2a.ints")
+        assert received.tolist() == [1] * size
+        assert result.tolist() == [float(100 * r + rank) for r in range(size)]
+
+
+def test_a_split_outside_int64_on_one_rank_fails_every_rank(rank, size):
+    x = torch.ones(size)
+    last = size - 1
+    splits = [1] * size if rank != last else [2 ** 63] + [0] * (size - 1)
+    expected = bf.FlockInvalidArgumentError if rank == last else bf.FlockAbortedError
+    with pytest.raises(expected):
+        bf.alltoall(x, splits=splits, name="a2a.huge")
     _next_op_works(size)
 
 
