@@ -1,10 +1,13 @@
 """Where a small op's time goes: wall time and CPU time per call, flock against MPI.
 
-    flockrun -np N python benchmarks/fixed_cost.py [--sizes 4096 1048576] [--blocks 6]
+    flockrun -np N python benchmarks/fixed_cost.py [--op allreduce|neighbor_allreduce]
+        [--sizes 4096 1048576] [--blocks 6]
 
 In one process per rank (mpi_floor.py says why), blocks of calls alternate between
 flock's blocking ``allreduce_(t, op="sum")`` and ``MPI_Allreduce(MPI_IN_PLACE)``
-through ctypes on another tensor of the same size. Per block, each rank reads
+through ctypes on another tensor of the same size — or, with ``--op
+neighbor_allreduce``, flock's ``neighbor_allreduce(t)`` over the default topology
+(ExponentialGraph) and mpi_floor.NeighborFloor (Isend/Irecv, Waitall, the weighted sum). Per block, each rank reads
 getrusage before and after: wall time, CPU time (user + system) and context switches
 per call. Rank 0 prints, per size and rank, the medians over the blocks after the
 first, and the wall-time ratio.
@@ -24,7 +27,7 @@ import time
 import torch
 
 import flock.torch as bf
-from mpi_floor import MpiFloor
+from mpi_floor import MpiFloor, NeighborFloor
 
 
 def per_call(fn, calls):
@@ -41,14 +44,24 @@ def per_call(fn, calls):
     return wall, cpu, switches
 
 
-def measure(mpi, numel, blocks):
-    """This rank's medians: [flock wall, cpu, switches, MPI wall, cpu, switches]."""
+def calls_of(op, mpi, numel):
+    """(flock's call, the floor's call) for ``op`` on tensors of ``numel`` floats."""
     x, y = torch.ones(numel), torch.ones(numel)
+    if op == "allreduce":
+        return (lambda: bf.allreduce_(x, op="sum", name="fixed_cost"),
+                lambda: mpi.allreduce_(y))
+    floor = NeighborFloor(mpi, y, bf.in_neighbor_ranks(), bf.out_neighbor_ranks())
+    return lambda: bf.neighbor_allreduce(x, name="fixed_cost"), floor
+
+
+def measure(op, mpi, numel, blocks):
+    """This rank's medians: [flock wall, cpu, switches, MPI wall, cpu, switches]."""
+    ours, theirs = calls_of(op, mpi, numel)
     calls = max(20, 2_000_000 // max(numel, 1000))
     flock, raw = [], []
     for _ in range(blocks):
-        flock.append(per_call(lambda: bf.allreduce_(x, op="sum", name="fixed_cost"), calls))
-        raw.append(per_call(lambda: mpi.allreduce_(y), calls))
+        flock.append(per_call(ours, calls))
+        raw.append(per_call(theirs, calls))
     return _medians(flock) + _medians(raw)
 
 
@@ -62,16 +75,18 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 1 << 20],
                         help="bytes per call (float32)")
     parser.add_argument("--blocks", type=int, default=6)
+    parser.add_argument("--op", choices=("allreduce", "neighbor_allreduce"), default="allreduce")
     args = parser.parse_args()
     bf.init()
     mpi = MpiFloor()
     for nbytes in args.sizes:
-        row = torch.tensor([measure(mpi, max(1, nbytes // 4), args.blocks)], dtype=torch.float64)
+        row = torch.tensor([measure(args.op, mpi, max(1, nbytes // 4), args.blocks)],
+                           dtype=torch.float64)
         every = bf.allgather(row, name="fixed_cost.rows").tolist()
         if bf.rank() != 0:
             continue
         for rank, r in enumerate(every):
-            print("np {} {:>8} B rank {}: flock wall {:7.1f} cpu {:7.1f} switches {:4.1f} | "
+            print(args.op + " np {} {:>8} B rank {}: flock wall {:7.1f} cpu {:7.1f} switches {:4.1f} | "
                   "MPI wall {:7.1f} cpu {:7.1f} switches {:4.1f} | wall ratio {:.2f}".format(
                       bf.size(), nbytes, rank, *r, r[0] / r[3]), flush=True)
     bf.shutdown()
