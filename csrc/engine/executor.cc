@@ -172,7 +172,8 @@ Status Engine::RunBatch(DataPath& path, const Response& response,
       *gathered = std::move(result).value();
       return Status::OK();
     }
-    case OpKind::kReducescatter: return Reducescatter(path, timeline_, batch);
+    case OpKind::kReducescatter:
+      return Reducescatter(path, &path == &host_path_ ? nullptr : &transport_, timeline_, batch);
     case OpKind::kAlltoall: {
       GpuBackend* gpu = first.op.tensor.device.type == DeviceType::kCUDA
                             ? gpu_.load(std::memory_order_acquire)

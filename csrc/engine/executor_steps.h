@@ -35,7 +35,9 @@ Status AllocateOnDevice(GpuBackend& gpu, Transport& host, const PendingRequest& 
 
 // Reduces every request of `batch` (same dtype, reduction and group) and
 // writes block `rank` of each into its output: one transport call for all.
-Status Reducescatter(DataPath& path, Timeline& timeline, const std::vector<PendingRequest*>& batch);
+// `host`: the host transport when `path` is a device's (null on the host path).
+Status Reducescatter(DataPath& path, Transport* host, Timeline& timeline,
+                     const std::vector<PendingRequest*>& batch);
 
 // Exchanges r's rows as its splits say; the splits travel over `host` first.
 // `gpu`: the backend that allocates a CUDA tensor's output (null for host tensors).

@@ -41,9 +41,29 @@ Status PackBlocks(DataPath& path, const std::vector<ScatterPart>& parts, int siz
   return Status::OK();
 }
 
+// The fusion buffer, agreed: on a device (`host` not null) every rank learns
+// whether every rank has it before any NCCL call, so a buffer that cannot grow
+// on one rank fails the op everywhere instead of leaving the others in NCCL.
+// (A batch within the fusion threshold fits the buffer reserved at start.)
+Result<void*> AgreedFusionBuffer(DataPath& path, Transport* host, const PendingRequest& r,
+                                 int64_t bytes) {
+  Result<void*> buffer = path.FusionBuffer(bytes);
+  if (host == nullptr) return buffer;
+  int32_t everyone = buffer.ok() ? 1 : 0;
+  FLOCK_RETURN_IF_ERROR(
+      host->Allreduce(&everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin, r.op.group));
+  FLOCK_RETURN_IF_ERROR(buffer.status());
+  if (everyone != 1) {
+    return Status::Aborted("reducescatter '" + r.op.name +
+                           "': another rank could not grow its device fusion buffer to " +
+                           std::to_string(bytes) + " bytes");
+  }
+  return buffer;
+}
+
 }  // namespace
 
-Status Reducescatter(DataPath& path, Timeline& timeline,
+Status Reducescatter(DataPath& path, Transport* host, Timeline& timeline,
                      const std::vector<PendingRequest*>& batch) {
   Transport& t = path.transport();
   const PendingRequest& first = *batch.front();
@@ -69,7 +89,8 @@ Status Reducescatter(DataPath& path, Timeline& timeline,
       return ScaleIfAverage(path, first, first.output.data, count);
     });
   }
-  FLOCK_ASSIGN_OR_RETURN(void* raw, path.FusionBuffer((size + 1) * block_bytes));
+  FLOCK_ASSIGN_OR_RETURN(void* raw,
+                         AgreedFusionBuffer(path, host, first, (size + 1) * block_bytes));
   char* buffer = static_cast<char*>(raw);
   char* mine = buffer + size * block_bytes;
   FLOCK_RETURN_IF_ERROR(Phase(timeline, batch, "MEMCPY_IN_FUSION_BUFFER",
