@@ -173,6 +173,13 @@ void BindCollectives(py::module_& m) {
         py::arg("op"), py::arg("name") = py::none(), py::arg("dtype_override") = py::none(),
         py::arg("local_error") = py::none(), py::arg("wait_follows") = false,
         py::arg("stream") = 0);
+  m.def(
+      "reducescatter_shape",
+      [](const std::vector<int64_t>& shape) {
+        const Runtime& runtime = RequireRuntime();
+        return ReducescatterShape(shape, runtime.size(), runtime.rank());
+      },
+      py::arg("shape"), "This rank's output shape of a reducescatter of `shape`.");
   m.def("enqueue_alltoall", &EnqueueAlltoall, py::arg("input"), py::arg("splits") = py::none(),
         py::arg("name") = py::none(), py::arg("dtype_override") = py::none(),
         py::arg("local_error") = py::none(), py::arg("wait_follows") = false,

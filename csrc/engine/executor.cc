@@ -18,17 +18,27 @@ Status ScaleIfAverage(DataPath& path, const PendingRequest& r, void* data, int64
   return path.Scale(data, count, r.op.tensor.dtype, 1.0 / path.transport().size(r.op.group));
 }
 
-Status AllocateOnDevice(GpuBackend& gpu, Transport& host, const PendingRequest& r,
-                        GatheredTensor& out, int64_t bytes) {
-  Result<std::shared_ptr<void>> made = gpu.AllocateOutput(bytes);
-  int32_t all_made = made.ok() ? 1 : 0;
+Status AgreeEveryRankHas(Transport& host, const PendingRequest& r, const Status& mine,
+                         const std::string& what) {
+  int32_t everyone = mine.ok() ? 1 : 0;
   FLOCK_RETURN_IF_ERROR(
-      host.Allreduce(&all_made, &all_made, 1, DataType::kInt32, ReduceOp::kMin, r.op.group));
-  FLOCK_RETURN_IF_ERROR(made.status());
-  if (all_made != 1) {
+      host.Allreduce(&everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin, r.op.group));
+  FLOCK_RETURN_IF_ERROR(mine);
+  if (everyone != 1) {
     return Status::Aborted(std::string(OpKindName(r.op.kind)) + " '" + r.op.name +
-                           "': another rank could not allocate its device output");
+                           "': another rank could not allocate " + what);
   }
+  return Status::OK();
+}
+
+Status AllocateOutput(GpuBackend* gpu, Transport& host, const PendingRequest& r,
+                      GatheredTensor& out, int64_t bytes) {
+  if (gpu == nullptr) {
+    out.bytes.resize(static_cast<size_t>(bytes));
+    return Status::OK();
+  }
+  Result<std::shared_ptr<void>> made = gpu->AllocateOutput(bytes);
+  FLOCK_RETURN_IF_ERROR(AgreeEveryRankHas(host, r, made.status(), "its device output"));
   out.device_data = std::move(made).value();
   out.device = r.op.tensor.device;
   return Status::OK();
@@ -94,11 +104,7 @@ Result<std::shared_ptr<GatheredTensor>> Allgather(Transport& t, Transport& host,
   auto out = std::make_shared<GatheredTensor>();
   out->dtype = in.dtype;
   out->shape = layout.output_shape;
-  if (gpu != nullptr) {
-    FLOCK_RETURN_IF_ERROR(AllocateOnDevice(*gpu, host, r, *out, layout.total_bytes));
-  } else {
-    out->bytes.resize(static_cast<size_t>(layout.total_bytes));
-  }
+  FLOCK_RETURN_IF_ERROR(AllocateOutput(gpu, host, r, *out, layout.total_bytes));
   FLOCK_RETURN_IF_ERROR(Phase(timeline, {&r}, "COMMUNICATE", [&] {
     return t.Allgatherv(in.data, layout.recv_bytes, out->data(), r.op.group);
   }));

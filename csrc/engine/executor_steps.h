@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "flock/common/timeline.h"
@@ -26,12 +27,17 @@ Status Phase(Timeline& timeline, const std::vector<PendingRequest*>& batch, cons
 // Divides `count` elements at `data` by the group size if `r` averages.
 Status ScaleIfAverage(DataPath& path, const PendingRequest& r, void* data, int64_t count);
 
-// A CUDA tensor's output in device memory from `gpu`; every rank of the group
-// learns (over `host`) whether every rank has it before any NCCL call, so an
-// allocation that fails on one rank fails the op everywhere instead of
-// leaving the others in NCCL.
-Status AllocateOnDevice(GpuBackend& gpu, Transport& host, const PendingRequest& r,
-                        GatheredTensor& out, int64_t bytes);
+// Device memory this rank may or may not have got (`mine`): every rank of r's
+// group learns over `host` whether every rank has it before any NCCL call, so
+// an allocation that fails on one rank fails the op everywhere instead of
+// leaving the others in NCCL. `what` names the memory in the error.
+Status AgreeEveryRankHas(Transport& host, const PendingRequest& r, const Status& mine,
+                         const std::string& what);
+
+// An engine-made output of `bytes`: on the device from `gpu` (agreed as above),
+// or in host memory when `gpu` is null.
+Status AllocateOutput(GpuBackend* gpu, Transport& host, const PendingRequest& r,
+                      GatheredTensor& out, int64_t bytes);
 
 // Reduces every request of `batch` (same dtype, reduction and group) and
 // writes block `rank` of each into its output: one transport call for all.

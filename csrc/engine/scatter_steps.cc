@@ -41,23 +41,14 @@ Status PackBlocks(DataPath& path, const std::vector<ScatterPart>& parts, int siz
   return Status::OK();
 }
 
-// The fusion buffer, agreed: on a device (`host` not null) every rank learns
-// whether every rank has it before any NCCL call, so a buffer that cannot grow
-// on one rank fails the op everywhere instead of leaving the others in NCCL.
+// The fusion buffer, agreed on a device (`host` not null: AgreeEveryRankHas).
 // (A batch within the fusion threshold fits the buffer reserved at start.)
 Result<void*> AgreedFusionBuffer(DataPath& path, Transport* host, const PendingRequest& r,
                                  int64_t bytes) {
   Result<void*> buffer = path.FusionBuffer(bytes);
   if (host == nullptr) return buffer;
-  int32_t everyone = buffer.ok() ? 1 : 0;
-  FLOCK_RETURN_IF_ERROR(
-      host->Allreduce(&everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin, r.op.group));
-  FLOCK_RETURN_IF_ERROR(buffer.status());
-  if (everyone != 1) {
-    return Status::Aborted("reducescatter '" + r.op.name +
-                           "': another rank could not grow its device fusion buffer to " +
-                           std::to_string(bytes) + " bytes");
-  }
+  FLOCK_RETURN_IF_ERROR(AgreeEveryRankHas(
+      *host, r, buffer.status(), "a device fusion buffer of " + std::to_string(bytes) + " bytes"));
   return buffer;
 }
 
@@ -131,11 +122,7 @@ Result<std::shared_ptr<GatheredTensor>> Alltoall(DataPath& path, Transport& host
   out->dtype = in.dtype;
   out->shape = layout.output_shape;
   out->received_splits = std::move(layout.recv_rows);
-  if (gpu != nullptr) {
-    FLOCK_RETURN_IF_ERROR(AllocateOnDevice(*gpu, host, r, *out, layout.total_recv_bytes));
-  } else {
-    out->bytes.resize(static_cast<size_t>(layout.total_recv_bytes));
-  }
+  FLOCK_RETURN_IF_ERROR(AllocateOutput(gpu, host, r, *out, layout.total_recv_bytes));
   FLOCK_RETURN_IF_ERROR(Phase(timeline, {&r}, "COMMUNICATE", [&] {
     return t.Alltoallv(in.data, layout.send_bytes, out->data(), layout.recv_bytes, group);
   }));

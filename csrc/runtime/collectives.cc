@@ -31,6 +31,16 @@ Status Run(Runtime& runtime, OpRequest op, const TensorView& output,
   return done.status;
 }
 
+// Copies an engine-made output into one `allocate` makes.
+Status Deliver(const GatheredTensor& gathered, const OutputAllocator& allocate, const char* op) {
+  FLOCK_ASSIGN_OR_RETURN(TensorView out, allocate(gathered.shape));
+  if (out.dtype != gathered.dtype || out.shape != gathered.shape)
+    return Status::InvalidArgument(std::string("the ") + op +
+                                   " output allocated does not match its shape");
+  if (!gathered.bytes.empty()) std::memcpy(out.data, gathered.bytes.data(), gathered.bytes.size());
+  return Status::OK();
+}
+
 }  // namespace
 
 Status Allreduce(Runtime& runtime, const TensorView& input, const TensorView& output,
@@ -56,20 +66,6 @@ Status Broadcast(Runtime& runtime, const TensorView& tensor, const BroadcastOpti
   op.root = options.root;
   return Run(runtime, std::move(op), tensor);
 }
-
-namespace {
-
-// Copies an engine-made output into one `allocate` makes.
-Status Deliver(const GatheredTensor& gathered, const OutputAllocator& allocate, const char* op) {
-  FLOCK_ASSIGN_OR_RETURN(TensorView out, allocate(gathered.shape));
-  if (out.dtype != gathered.dtype || out.shape != gathered.shape)
-    return Status::InvalidArgument(std::string("the ") + op +
-                                   " output allocated does not match its shape");
-  if (!gathered.bytes.empty()) std::memcpy(out.data, gathered.bytes.data(), gathered.bytes.size());
-  return Status::OK();
-}
-
-}  // namespace
 
 Status Reducescatter(Runtime& runtime, const TensorView& input, const TensorView& output,
                      const ReducescatterOptions& options, Status local_status) {

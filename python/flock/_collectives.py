@@ -159,15 +159,6 @@ def allgather_nonblocking(adapter, tensor, name=None, wait_follows=False):
                      _stream_of(adapter, src.tensor, stream))
 
 
-def _scatter_shape(shape):
-    """This rank's rows of a reducescatter of ``shape`` (as the C++ core splits them:
-    as evenly as possible, the first ``rows % size`` ranks one more)."""
-    if not shape:
-        return shape  # 0-d: the core rejects it, on every rank
-    rows, size, rank = shape[0], core.size(), core.rank()
-    return (rows // size + (1 if rank < rows % size else 0),) + tuple(shape[1:])
-
-
 def reducescatter_nonblocking(adapter, tensor, average=None, name=None, op=None,
                               wait_follows=False):
     src = _Exported(adapter, tensor)
@@ -176,7 +167,7 @@ def reducescatter_nonblocking(adapter, tensor, average=None, name=None, op=None,
         handle = core.enqueue_reducescatter(None, None, reduce_op, name, local_error=src.error,
                                             wait_follows=wait_follows)
         return _register(handle, lambda _: None)
-    out = adapter.empty(_scatter_shape(tuple(src.tensor.shape)), like=src.tensor)
+    out = adapter.empty(core.reducescatter_shape(list(src.tensor.shape)), like=src.tensor)
     stream = _cuda_stream(adapter, src.tensor)
     handle = core.enqueue_reducescatter(src.capsule, adapter.export(out)[0], reduce_op, name,
                                         src.override, wait_follows=wait_follows,

@@ -89,12 +89,12 @@ Status ThreadTransport::Allgatherv(const void* send, const std::vector<int64_t>&
 // code, so clarity over bandwidth.
 Status ThreadTransport::ReduceScatter(const void* send, void* recv, int64_t count_per_rank,
                                       DataType dtype, ReduceOp op, CommGroup group) {
-  const int64_t count = count_per_rank * world_.size();
+  const int64_t count = count_per_rank * size(group);
   const auto elem = static_cast<int64_t>(DataTypeSize(dtype));
   std::vector<char> reduced(static_cast<size_t>(count * elem));
   FLOCK_RETURN_IF_ERROR(Allreduce(send, reduced.data(), count, dtype, op, group));
   if (count_per_rank > 0) {
-    std::memcpy(recv, reduced.data() + rank_ * count_per_rank * elem,
+    std::memcpy(recv, reduced.data() + rank(group) * count_per_rank * elem,
                 static_cast<size_t>(count_per_rank * elem));
   }
   return Status::OK();
