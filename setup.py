@@ -55,7 +55,8 @@ setup(
     description="Decentralized deep-learning communication over MPI (neighbor allreduce, "
                 "allreduce, dynamic topologies) for PyTorch and numpy",
     package_dir={"flock": "python/flock", "flockrun": "launcher/flockrun"},
-    packages=["flock", "flock.torch", "flock.torch.optim", "flock.numpy", "flock.topology",
+    packages=["flock", "flock.elastic", "flock.torch", "flock.torch.optim", "flock.numpy",
+              "flock.topology",
               "flockrun"],
     ext_modules=[CMakeExtension("flock._core")],
     cmdclass={"build_ext": CMakeBuild},

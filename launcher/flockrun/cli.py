@@ -19,6 +19,9 @@ from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 from flockrun.command import (NETWORK_INTERFACE_VARIABLE, RSH_AGENT_VARIABLE,
                               TAG_OUTPUT_VARIABLE, LaunchOptions, OutputPlan,
                               build_mpirun_argv, output_plan, split_mpi_args)
+from flockrun.elastic_launch import run_elastic
+from flockrun.elastic_options import (ELASTIC_VALUE_OPTIONS, add_elastic_arguments,
+                                      elastic_settings)
 from flockrun.errors import LaunchError
 from flockrun.hostcheck import check_hosts, remote_start
 from flockrun.hosts import Host, parse_host_spec
@@ -31,13 +34,15 @@ from flockrun.report import closing_lines, exit_status
 from flockrun.run import StreamWriter, run_passthrough, run_relayed
 
 # flockrun's options that take a value (see options.glue_values).
-VALUE_OPTIONS = LAUNCH_VALUE_OPTIONS + ("--timeline-filename",)
+VALUE_OPTIONS = LAUNCH_VALUE_OPTIONS + ("--timeline-filename",) + ELASTIC_VALUE_OPTIONS
 
 USAGE = """flockrun -np N [-H HOST[:SLOTS],... | --hostfile FILE]
                 [-x VAR[=value]]... [--mpi-args ARGS]
                 [--network-interface IFACES]... [--rsh-agent COMMAND]
                 [--tag-output] [--timeline-filename PATH] [--no-host-check]
                 [--verbose] [--dry-run]
+                [--elastic [--min-np A] [--max-np B] [--host-discovery-script S]
+                 [--slots-per-host M] [--reset-limit K] [--elastic-dir D] ...]
                 command [args...]
        flockrun --version | --help-env | --help"""
 
@@ -52,6 +57,7 @@ examples:
   flockrun -np 8 -H node1:4,node2:4 --network-interface eth1 python train.py
   flockrun -np 2 -x OMP_NUM_THREADS=1 --mpi-args "--report-bindings" python x.py
   flockrun -np 2 --dry-run python train.py      # print the mpirun line only
+  flockrun --elastic -np 8 --min-np 4 --host-discovery-script ./hosts.sh python train.py
 
 every FLOCK_* variable and PATH, PYTHONPATH, LD_LIBRARY_PATH, VIRTUAL_ENV,
 BLUEFOG_NODES_PER_MACHINE (when set) are forwarded to the ranks. FLOCK_NETWORK_INTERFACE,
@@ -95,6 +101,7 @@ def make_parser() -> argparse.ArgumentParser:
         help="list every FLOCK_* setting with its default and exit")
     add("--version", action="store_true",
         help="print the versions of flock and mpirun and exit")
+    add_elastic_arguments(parser)
     return parser
 
 
@@ -253,6 +260,13 @@ def _run(args: argparse.Namespace, command: List[str], environ: Mapping[str, str
     if args.version:
         return print_version(mpirun)
     options = options_from_args(args, command)
+    elastic = elastic_settings(args)
+    if elastic is not None:
+        if args.dry_run:
+            raise LaunchError("--dry-run cannot show an elastic job: its hosts and size "
+                              "change from launch to launch")
+        check_before_start(options, environ, which, False)
+        return run_elastic(elastic, options, environ, mpirun, args.verbose)
     mpirun_argv = build_mpirun_argv(
         options, env=environ, cpu_count=local_core_count(),
         euid=os.geteuid(), mpirun=mpirun,

@@ -143,10 +143,16 @@ def run_passthrough(argv: List[str], environ: Mapping[str, str]) -> int:
         _restore_handlers(previous)
 
 
+Tick = Callable[[subprocess.Popen, float], None]
+
+
 def run_relayed(argv: List[str], environ: Mapping[str, str], relay: OutputRelay,
-                flush: Callable[[], None] = lambda: None) -> Tuple[int, Optional[int]]:
+                flush: Callable[[], None] = lambda: None,
+                on_tick: Optional[Tick] = None) -> Tuple[int, Optional[int]]:
     """Run argv with its output going through relay; flush after each round of reads.
 
+    on_tick(mpirun, now) is called after each round too (at least every POLL_S):
+    the elastic supervisor watches the hosts from there.
     Returns (exit status, the first signal flockrun forwarded, or None).
     """
     forwarder = _Forwarder()
@@ -156,7 +162,7 @@ def run_relayed(argv: List[str], environ: Mapping[str, str], relay: OutputRelay,
                                stderr=subprocess.PIPE)
         watchdog = _AbortWatchdog()
         try:
-            _pump(proc, relay, flush, watchdog)
+            _pump(proc, relay, flush, watchdog, on_tick)
         except BaseException:
             proc.terminate()  # mpirun stops its ranks; none is left behind without output
             proc.wait()
@@ -168,7 +174,7 @@ def run_relayed(argv: List[str], environ: Mapping[str, str], relay: OutputRelay,
 
 
 def _pump(proc: subprocess.Popen, relay: OutputRelay, flush: Callable[[], None],
-          watchdog: _AbortWatchdog) -> None:
+          watchdog: _AbortWatchdog, on_tick: Optional[Tick]) -> None:
     """Feed proc's stdout and stderr to relay until both end (or mpirun is gone)."""
     selector = selectors.DefaultSelector()
     for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
@@ -189,6 +195,8 @@ def _pump(proc: subprocess.Popen, relay: OutputRelay, flush: Callable[[], None],
             relay.tick(now)
             flush()
             watchdog.check(proc, relay, now)
+            if on_tick is not None:
+                on_tick(proc, now)
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
             if exited_at is not None and now - exited_at > DRAIN_AFTER_EXIT_S:

@@ -14,9 +14,9 @@ from flock.basics import (get_skip_negotiate_stage, init, is_homogeneous,  # noq
                           unified_mpi_window_model_supported)
 from flock.compression import Compression  # noqa: F401
 from flock.engine import engine_counters  # noqa: F401
-from flock.errors import (FlockAbortedError, FlockError, FlockInvalidArgumentError,  # noqa: F401
-                          FlockMismatchError, FlockNotInitializedError, FlockTransportError,
-                          FlockUnsupportedError)
+from flock.errors import (FlockAbortedError, FlockElasticError, FlockError,  # noqa: F401
+                          FlockInvalidArgumentError, FlockMismatchError,
+                          FlockNotInitializedError, FlockTransportError, FlockUnsupportedError)
 from flock.reduce_op import Average, Max, Min, Product, ReduceOp, Sum  # noqa: F401
 from flock.timeline import (timeline_context, timeline_end_activity,  # noqa: F401
                             timeline_start, timeline_start_activity, timeline_stop)
@@ -29,7 +29,7 @@ __all__ = [
     "get_skip_negotiate_stage", "suspend", "resume",
     # errors
     "FlockError", "FlockInvalidArgumentError", "FlockMismatchError", "FlockNotInitializedError",
-    "FlockUnsupportedError", "FlockTransportError", "FlockAbortedError",
+    "FlockUnsupportedError", "FlockTransportError", "FlockAbortedError", "FlockElasticError",
     # reduction ops, compression
     "ReduceOp", "Sum", "Average", "Min", "Max", "Product", "Compression",
     # timeline and counters

@@ -34,3 +34,7 @@ class FlockTransportError(FlockError):
 
 class FlockAbortedError(FlockError):
     """The op was cancelled, for example because another rank rejected its input."""
+
+
+class FlockElasticError(FlockError):
+    """An elastic job cannot save or restore its state (commit directory, commit file)."""

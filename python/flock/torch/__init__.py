@@ -6,3 +6,4 @@ from flock.torch.optim import *  # noqa: F401,F403  (Distributed*Optimizer, Comm
 from flock.torch.windows import *  # noqa: F401,F403  (win_put, win_get, push-sum, ...)
 from flock.torch.utility import (allreduce_parameters, broadcast_object,  # noqa: F401
                                  broadcast_optimizer_state, broadcast_parameters)
+from flock.torch import elastic  # noqa: F401,E402  (bf.elastic: TorchState, run, ...)
