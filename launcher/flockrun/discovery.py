@@ -18,6 +18,7 @@ from flockrun.hosts import Host
 
 # The names -H accepts (hosts.py), so that what discovery lists mpirun accepts too.
 _HOST_RE = re.compile(r"^[A-Za-z0-9_.@-]+$")
+_DIGITS = re.compile(r"^[0-9]+$")  # not str.isdigit(), which takes "²"
 SCRIPT_TIMEOUT_S = 30.0
 
 
@@ -37,7 +38,7 @@ def parse_discovery_output(text: str, default_slots: int, source: str) -> List[H
         if not entry:
             continue
         name, sep, count_text = entry.partition(":")
-        count = int(count_text) if sep and count_text.isdigit() else None
+        count = int(count_text) if sep and _DIGITS.match(count_text) else None
         if not _HOST_RE.match(name) or (sep and (count is None or count < 1)):
             raise DiscoveryError(
                 f"{source} printed {line.strip()!r} on line {number}: expected one "
@@ -66,7 +67,7 @@ class ScriptDiscovery:
                                   timeout=self.timeout_s, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise DiscoveryError(f"{source} did not finish within "
-                                 f"{self.timeout_s:.0f} s") from None
+                                 f"{self.timeout_s:g} s") from None
         except OSError as exc:
             raise DiscoveryError(f"cannot run {source}: {exc.strerror or exc} "
                                  f"(it must be an executable file)") from None

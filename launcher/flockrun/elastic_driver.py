@@ -164,16 +164,17 @@ class ElasticSupervisor:
             hosts, error, _ = self.poller.latest()
             offered = hosts or []
             self.forget_dropped(offered)
-            world = choose_world(offered, s.max_np, self.excluded_now(offered), previous)
+            world = choose_world(offered, s.max_np, self.excluded_now(offered), previous,
+                                 s.min_np)
             if world.size >= s.min_np:
                 return world
             why = error or f"{self.describe} offers {world.size} usable slots"
             if self.clock() >= deadline:
-                raise LaunchError(f"waited {s.timeout_s:.0f} s for --min-np {s.min_np} "
+                raise LaunchError(f"waited {s.timeout_s:g} s for --min-np {s.min_np} "
                                   f"slots: {why}")
             if why != told:
                 say(f"waiting for hosts: {why}; the job needs at least {s.min_np} "
-                    f"(up to {s.timeout_s:.0f} s)")
+                    f"(up to {s.timeout_s:g} s)")
                 told = why
             time.sleep(min(0.2, s.discovery_interval_s))
 

@@ -48,17 +48,18 @@ class Change:
 
 def choose_world(offered: Sequence[Host], max_np: int,
                  excluded: AbstractSet[str] = frozenset(),
-                 current: Optional[World] = None) -> World:
+                 current: Optional[World] = None, min_np: int = 1) -> World:
     """The largest world up to max_np on the offered hosts (possibly empty).
 
-    Hosts in ``excluded`` are left out unless leaving them out makes the world
-    smaller than using them would (a failed host is retried rather than the job
-    shrinking for nothing).
+    Hosts in ``excluded`` (their ranks failed recently) are left out while the
+    others give at least min_np slots; below that they are tried again rather than
+    the job waiting.
     """
     preferred = [h for h in offered if h.name not in excluded]
     world = _fill(_current_first(preferred, current), max_np)
-    everything = _fill(_current_first(list(offered), current), max_np)
-    return world if world.size >= everything.size else everything
+    if world.size >= min_np:
+        return world
+    return _fill(_current_first(list(offered), current), max_np)
 
 
 def _current_first(hosts: List[Host], current: Optional[World]) -> List[Host]:

@@ -36,7 +36,7 @@ class Host:
 
 def _positive_int(text: str) -> Optional[int]:
     """int(text) if text is a plain positive decimal integer, else None."""
-    if not text.isdigit() or int(text) < 1:
+    if not re.fullmatch(r"[0-9]+", text) or int(text) < 1:  # isdigit() takes "²"
         return None
     return int(text)
 

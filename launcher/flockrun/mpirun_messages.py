@@ -51,7 +51,8 @@ _NOTE_RES = (
     re.compile(r"ORTE_ERROR_LOG: .* in file \S*show_help\.c at line \d+$"),
 )
 
-_MAP_START_RE = re.compile(r"^\s*Data for JOB \[")
+# --display-map prints "Data for JOB [...]" on one host, a "=== JOB MAP ===" header on several.
+_MAP_START_RE = re.compile(r"^\s*(Data for JOB \[|=+\s+JOB MAP\s+=+\s*$)")
 _MAP_END_RE = re.compile(r"^\s*=+\s*$")
 _MAP_NODE_RE = re.compile(r"^\s*Data for node: (\S+)")
 _MAP_RANK_RE = re.compile(r"Process OMPI jobid: \[\d+,\d+\] App: \d+ Process rank: (\d+)")

@@ -63,8 +63,11 @@ class CommitStore:
     def _numbers(self) -> List[int]:
         try:
             names = os.listdir(self.directory)
-        except FileNotFoundError:
-            return []
+        except (FileNotFoundError, NotADirectoryError):
+            return []  # save() makes it, or says why it cannot
+        except OSError as exc:
+            raise FlockElasticError(f"cannot read the commit directory {self.directory}: "
+                                    f"{exc.strerror or exc}") from None
         return sorted(int(m.group(1)) for m in map(_NAME.match, names) if m)
 
     def _path(self, number: int) -> str:

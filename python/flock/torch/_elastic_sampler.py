@@ -43,12 +43,15 @@ class ElasticSampler(torch.utils.data.Sampler):
         self.epoch, self.processed = epoch, 0
         self._plan()
 
-    def record_batch(self) -> None:
-        """One step is done: every rank's batch of it counts as processed."""
+    def record_batch(self) -> int:
+        """One step is done: every rank's batch of it counts as processed. Returns how
+        many samples that step took over all ranks."""
         if self._next_round >= len(self._rounds):
             raise RuntimeError("ElasticSampler.record_batch: no batch left in this epoch")
-        self.processed += sum(len(batch) for batch in self._rounds[self._next_round])
+        taken = sum(len(batch) for batch in self._rounds[self._next_round])
+        self.processed += taken
         self._next_round += 1
+        return taken
 
     def state_dict(self) -> Dict[str, int]:
         return {"epoch": self.epoch, "processed": self.processed, "seed": self.seed}

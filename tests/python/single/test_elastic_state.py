@@ -1,0 +1,380 @@
+"""flock.elastic in one process: commits on disk, the elastic sampler's partition and
+resize, State and TorchState commit/restore (flockrun --elastic's job side).
+"""
+
+import json
+import os
+
+import pytest
+import torch
+
+import flock.torch as bf
+from flock import basics
+from flock.elastic import HostsUpdatedInterrupt, State
+from flock.elastic._commit_store import MAGIC, CommitStore, decode, encode
+from flock.errors import FlockElasticError
+from flock.torch._elastic_sampler import ElasticSampler, partition
+from flock.torch.elastic import TorchState
+
+# CommitStore ------------------------------------------------------------------------
+
+
+def commit_names(directory):
+    return sorted(n for n in os.listdir(directory) if n.startswith("commit-"))
+
+
+def test_encode_decode_roundtrip():
+    for payload in (b"", b"x", bytes(range(256)) * 3):
+        assert decode(encode(payload)) == payload
+    assert encode(b"ab").startswith(MAGIC)
+
+
+def test_commit_save_and_load(tmp_path):
+    store = CommitStore(str(tmp_path / "new"))
+    assert store.load_latest() is None
+    path = store.save(b"state one")
+    assert path == str(tmp_path / "new" / "commit-00000001.flock")
+    latest = store.load_latest()
+    assert (latest.number, latest.path, latest.payload) == (1, path, b"state one")
+
+
+def test_only_the_newest_two_commits_are_kept(tmp_path):
+    store = CommitStore(str(tmp_path))
+    for i in range(1, 6):
+        store.save(b"state %d" % i)
+    assert commit_names(tmp_path) == ["commit-00000004.flock", "commit-00000005.flock"]
+    assert store.load_latest().payload == b"state 5"
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+
+
+def flip_payload_byte(data):
+    return data[:-1] + bytes([data[-1] ^ 0x01])
+
+
+@pytest.mark.parametrize("damage", [flip_payload_byte, lambda d: d[:-3], lambda d: d[:20],
+                                    lambda d: b"X" + d[1:], lambda d: b""],
+                         ids=["flipped", "truncated", "header-cut", "magic", "empty"])
+def test_corrupt_newest_commit_falls_back_to_the_previous(tmp_path, capfd, damage):
+    store = CommitStore(str(tmp_path))
+    store.save(b"good old state")
+    newest = store.save(b"newer state, damaged below")
+    with open(newest, "rb") as handle:
+        data = handle.read()
+    with open(newest, "wb") as handle:
+        handle.write(damage(data))
+    latest = store.load_latest()
+    assert (latest.number, latest.payload) == (1, b"good old state")
+    err = capfd.readouterr().err
+    assert "warning" in err and newest in err
+    assert not os.path.exists(newest) and os.path.exists(newest + ".corrupt")
+
+
+def test_every_commit_corrupt_is_an_error(tmp_path, capfd):
+    store = CommitStore(str(tmp_path))
+    paths = [store.save(b"a"), store.save(b"b")]
+    for path in paths:
+        with open(path, "r+b") as handle:
+            handle.write(b"garbage")
+    with pytest.raises(FlockElasticError) as err:
+        store.load_latest()
+    assert all(p in str(err.value) for p in paths) and ".corrupt" in str(err.value)
+    capfd.readouterr()
+
+
+def test_save_where_no_directory_can_be_made(tmp_path):
+    (tmp_path / "file").write_text("a regular file")
+    store = CommitStore(str(tmp_path / "file" / "sub"))
+    with pytest.raises(FlockElasticError, match="there is no earlier commit"):
+        store.save(b"x")
+
+
+def test_failed_save_keeps_the_previous_commit(tmp_path):
+    store = CommitStore(str(tmp_path))
+    previous = store.save(b"kept state")
+    with open(previous, "rb") as handle:
+        before = handle.read()
+    (tmp_path / ".commit-00000002.flock.tmp").mkdir()  # the temporary file cannot be written
+    with pytest.raises(FlockElasticError) as err:
+        store.save(b"lost state")
+    assert f"the previous commit {previous} is kept" in str(err.value)
+    with open(previous, "rb") as handle:
+        assert handle.read() == before
+    assert commit_names(tmp_path) == ["commit-00000001.flock"]
+    assert store.load_latest().payload == b"kept state"
+
+
+# partition -----------------------------------------------------------------------------
+
+
+def expected_rounds(n, world, batch):
+    """Independent count: full rounds, plus one short round unless its samples are
+    too few for every rank (then they go into the last full round)."""
+    full, tail = divmod(n, world * batch)
+    if tail == 0 or (tail < world and full > 0):
+        return full
+    return full + 1
+
+
+@pytest.mark.parametrize("world", range(1, 7))
+@pytest.mark.parametrize("batch", range(1, 6))
+def test_partition_covers_the_rest_once_evenly(world, batch):
+    for n in range(61):
+        rest = [1000 + 7 * i for i in range(n)]
+        rounds = partition(rest, world, batch)
+        taken = [i for round_ in rounds for b in round_ for i in b]
+        assert sorted(taken) == rest, (n, world, batch)
+        assert len(rounds) == expected_rounds(n, world, batch), (n, world, batch)
+        for round_ in rounds:
+            sizes = [len(b) for b in round_]
+            assert len(sizes) == world and max(sizes) - min(sizes) <= 1, (n, sizes)
+            if n >= world:
+                assert min(sizes) >= 1, (n, world, batch, sizes)
+
+
+# ElasticSampler ---------------------------------------------------------------------------
+
+
+class FakeWorld:
+    """flock.basics' size/rank/is_initialized, set by the test."""
+
+    def __init__(self, monkeypatch, size):
+        self.size, self.rank = size, 0
+        monkeypatch.setattr(basics, "size", lambda: self.size)
+        monkeypatch.setattr(basics, "rank", lambda: self.rank)
+        monkeypatch.setattr(basics, "is_initialized", lambda: True)
+
+    def batches_of_every_rank(self, sampler, steps=None):
+        """{rank: its batches}: what each rank's own sampler would yield."""
+        out = {}
+        for self.rank in range(self.size):
+            out[self.rank] = list(sampler)[:steps]
+        self.rank = 0
+        return out
+
+
+def permutation(n, seed):
+    generator = torch.Generator()
+    generator.manual_seed(seed)
+    return torch.randperm(n, generator=generator).tolist()
+
+
+def flat(batches_by_rank):
+    return [i for batches in batches_by_rank.values() for b in batches for i in b]
+
+
+@pytest.mark.parametrize("n, batch, steps", [(50, 3, 4), (47, 2, 5), (31, 4, 1), (9, 1, 3)])
+def test_sampler_resized_mid_epoch_sees_each_sample_once(monkeypatch, n, batch, steps):
+    fake = FakeWorld(monkeypatch, 3)
+    sampler = ElasticSampler(range(n), batch, shuffle=True, seed=5)
+    before = fake.batches_of_every_rank(sampler, steps)
+    assert len({len(b) for b in before.values()}) == 1
+    for _ in range(steps):
+        sampler.record_batch()
+    state = sampler.state_dict()
+    assert state == {"epoch": 0, "processed": len(flat(before)), "seed": 5}
+    resumed = ElasticSampler(range(n), batch, shuffle=True, seed=0)
+    resumed.load_state_dict(state)
+    fake.size = 2
+    after = fake.batches_of_every_rank(resumed)
+    assert len(after[0]) == len(after[1]) == len(resumed)
+    order = permutation(n, 5)
+    assert sorted(flat(before)) == sorted(order[:state["processed"]])
+    assert sorted(flat(before) + flat(after)) == list(range(n))
+
+
+def test_sampler_epochs_shuffle_and_identity(monkeypatch):
+    fake = FakeWorld(monkeypatch, 1)
+    shuffled = ElasticSampler(list(range(40)), 4, shuffle=True, seed=3)
+    epoch0 = flat(fake.batches_of_every_rank(shuffled))
+    shuffled.set_epoch(1)
+    epoch1 = flat(fake.batches_of_every_rank(shuffled))
+    assert epoch0 == permutation(40, 3) and epoch1 == permutation(40, 4)
+    assert epoch0 != epoch1 and sorted(epoch1) == list(range(40))
+    plain = ElasticSampler(list(range(40)), 4, shuffle=False)
+    plain.set_epoch(1)
+    assert flat(fake.batches_of_every_rank(plain)) == list(range(40))
+
+
+def test_sampler_set_epoch_restarts_after_progress(monkeypatch):
+    fake = FakeWorld(monkeypatch, 2)
+    sampler = ElasticSampler(list(range(20)), 2, shuffle=False)
+    list(sampler)
+    sampler.record_batch()
+    sampler.set_epoch(1)
+    assert sampler.state_dict()["processed"] == 0
+    assert sorted(flat(fake.batches_of_every_rank(sampler))) == list(range(20))
+
+
+def test_sampler_record_past_the_end_and_bad_batch_size(monkeypatch):
+    FakeWorld(monkeypatch, 2)
+    sampler = ElasticSampler(list(range(4)), 2, shuffle=False)
+    sampler.record_batch()
+    with pytest.raises(RuntimeError, match="no batch left"):
+        sampler.record_batch()
+    with pytest.raises(ValueError, match="batch_size"):
+        ElasticSampler([1], 0)
+
+
+# State and TorchState ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def flock_up():
+    bf.init()  # one rank; init() may be called again, so no shutdown is needed
+    yield
+
+
+@pytest.fixture
+def no_elastic_dir(monkeypatch, flock_up):
+    monkeypatch.delenv("FLOCK_ELASTIC_DIR", raising=False)
+    monkeypatch.delenv("FLOCK_ELASTIC_LAUNCH", raising=False)
+
+
+@pytest.fixture
+def elastic_dir(monkeypatch, tmp_path, flock_up):
+    monkeypatch.setenv("FLOCK_ELASTIC_DIR", str(tmp_path))
+    monkeypatch.setenv("FLOCK_ELASTIC_LAUNCH", "3")
+    return tmp_path
+
+
+class Counter:
+    def __init__(self):
+        self.count = 0
+
+    def state_dict(self):
+        return {"count": self.count}
+
+    def load_state_dict(self, state):
+        self.count = state["count"]
+
+
+def test_state_commit_and_restore_plain_values(no_elastic_dir):
+    state = State(step=1, data=[1, 2], name="a")
+    state.restore()  # before any commit: nothing changes
+    assert (state.step, state.data) == (1, [1, 2])
+    state.commit()
+    state.step, state.name = 9, "b"
+    state.data.append(3)
+    state.restore()
+    assert (state.step, state.data, state.name, state.commits) == (1, [1, 2], "a", 1)
+
+
+def test_state_restores_a_stateful_value_in_place(no_elastic_dir):
+    counter = Counter()
+    counter.count = 4
+    state = State(counter=counter)
+    state.commit()
+    counter.count = 10
+    state.restore()
+    assert state.counter is counter and counter.count == 4
+
+
+@pytest.mark.parametrize("name", ["commits", "_x", "commit", "resumed_from", "restore"])
+def test_reserved_names_are_refused(no_elastic_dir, name):
+    with pytest.raises(ValueError, match=repr(name)):
+        State(**{name: 1})
+
+
+def test_commit_on_disk_and_resume(elastic_dir):
+    state = State(step=7, data={"lr": 0.5})
+    state.commit()
+    assert commit_names(elastic_dir) == ["commit-00000001.flock"]
+    fresh = State(step=0, data={})
+    assert fresh._resume() is True
+    assert (fresh.step, fresh.data) == (7, {"lr": 0.5})
+    assert fresh.resumed_from["world_size"] == 1 and fresh.resumed_from["launch"] == 3
+
+
+def test_resume_without_a_commit_keeps_the_values(elastic_dir):
+    state = State(step=2)
+    assert state._resume() is False and state.step == 2
+    state.step = 5
+    state.restore()
+    assert state.step == 2
+
+
+def write_control(directory, launch, reason="x"):
+    with open(os.path.join(directory, "control.json"), "w", encoding="utf-8") as handle:
+        json.dump({"launch": launch, "reason": reason}, handle)
+
+
+def test_reset_request_interrupts_after_the_commit_is_saved(elastic_dir):
+    write_control(elastic_dir, 3, "host b is gone")
+    state = State(step=11)
+    with pytest.raises(HostsUpdatedInterrupt, match="host b is gone"):
+        state.commit()
+    assert commit_names(elastic_dir) == ["commit-00000001.flock"]
+    fresh = State(step=0)
+    assert fresh._resume() and fresh.step == 11
+    with pytest.raises(HostsUpdatedInterrupt):
+        state.check_host_updates()
+
+
+def test_reset_request_of_another_launch_is_ignored(elastic_dir):
+    write_control(elastic_dir, 2)
+    state = State(step=1)
+    state.commit()
+    state.check_host_updates()
+    assert state.commits == 1
+
+
+def test_failed_commit_write_is_an_error_on_commit(elastic_dir):
+    State(step=1).commit()
+    (elastic_dir / ".commit-00000002.flock.tmp").mkdir()
+    with pytest.raises(FlockElasticError, match="is kept"):
+        State(step=2).commit()
+
+
+def test_commit_into_a_path_under_a_file_is_an_elastic_error(monkeypatch, tmp_path, flock_up):
+    (tmp_path / "file").write_text("a regular file")
+    monkeypatch.setenv("FLOCK_ELASTIC_DIR", str(tmp_path / "file" / "sub"))
+    with pytest.raises(FlockElasticError, match="cannot write commit"):
+        State(step=1).commit()
+
+
+def model_and_optimizer():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    return model, optimizer
+
+
+def train_step(model, optimizer):
+    optimizer.zero_grad()
+    model(torch.randn(4, 3)).pow(2).sum().backward()
+    optimizer.step()
+
+
+def momentum_buffers(optimizer):
+    return [optimizer.state[p]["momentum_buffer"].clone()
+            for g in optimizer.param_groups for p in g["params"]]
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_torch_state_restores_weights_and_momentum(monkeypatch, tmp_path, flock_up, on_disk):
+    monkeypatch.delenv("FLOCK_ELASTIC_DIR", raising=False)
+    if on_disk:
+        monkeypatch.setenv("FLOCK_ELASTIC_DIR", str(tmp_path))
+    model, optimizer = model_and_optimizer()
+    train_step(model, optimizer)
+    state = TorchState(model, optimizer, epoch=1)
+    state.commit()
+    weights = [t.clone() for t in model.state_dict().values()]
+    buffers = momentum_buffers(optimizer)
+    train_step(model, optimizer)
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    state.epoch = 2
+    assert not torch.equal(model.weight, weights[0])
+    state.restore()
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), weights))
+    assert all(torch.equal(a, b) for a, b in zip(momentum_buffers(optimizer), buffers))
+    assert state.epoch == 1
+    if on_disk:
+        other = torch.nn.Linear(3, 2)
+        other_optimizer = torch.optim.SGD(other.parameters(), lr=0.5, momentum=0.9)
+        fresh = TorchState(other, other_optimizer, epoch=0)
+        assert fresh._resume() and fresh.epoch == 1
+        assert all(torch.equal(a, b) for a, b in zip(other.state_dict().values(), weights))
+        assert all(torch.equal(a, b) for a, b in zip(momentum_buffers(other_optimizer), buffers))
+        assert other_optimizer.param_groups[0]["lr"] == 0.1
