@@ -12,8 +12,9 @@ rebuilt, and the ElasticSampler hands out the rest of the epoch's samples over t
 new ranks, none twice. Rank 0 prints each epoch (world size, loss, test accuracy)
 and, with --json FILE, writes the final record a test or a scenario reads.
 
---fail-at-step N makes rank --fail-rank kill itself (SIGKILL) at step N of the
-first launch: the failure the elastic tests and docs/elastic.md demonstrate.
+--fail-at-step N makes rank --fail-rank kill itself (SIGKILL), or stop (SIGSTOP: a
+hung rank, which the others' stall inspector reports after FLOCK_STALL_SHUTDOWN_S),
+at step N of the first launch: the failures the elastic tests demonstrate.
 """
 
 import argparse
@@ -48,6 +49,8 @@ def parse_args(argv=None):
     p.add_argument("--step-ms", type=float, default=0.0, help="emulated compute per step")
     p.add_argument("--fail-at-step", type=int, default=-1)
     p.add_argument("--fail-rank", type=int, default=-1, help="default: the last rank")
+    p.add_argument("--fail-signal", choices=["KILL", "STOP"], default="KILL",
+                   help="STOP: the rank hangs instead of dying")
     p.add_argument("--json", metavar="FILE", help="rank 0 writes the final record here")
     p.add_argument("--print-commits", action="store_true", help="rank 0 prints each commit")
     return p.parse_args(argv)
@@ -91,8 +94,9 @@ def maybe_fail(args, step):
     fail_rank = args.fail_rank if args.fail_rank >= 0 else bf.size() - 1
     first_launch = os.environ.get("FLOCK_ELASTIC_LAUNCH", "1") == "1"
     if first_launch and step == args.fail_at_step and bf.rank() == fail_rank:
-        print(f"rank {bf.rank()}: failing at step {step} (--fail-at-step)", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
+        print(f"rank {bf.rank()}: SIG{args.fail_signal} at step {step} (--fail-at-step)",
+              flush=True)
+        os.kill(os.getpid(), getattr(signal, "SIG" + args.fail_signal))
 
 
 def train_epoch(args, state, loader):

@@ -9,6 +9,7 @@ comes next (elastic_driver.py).
 
 import dataclasses
 import os
+import re
 import shlex
 import sys
 from typing import Dict, Mapping, Optional
@@ -49,12 +50,31 @@ def launch_world(options: LaunchOptions, world: World, environ: Mapping[str, str
     for line in closing_lines(status, failure, facts.launch_failure, stopped_by, host,
                               world.size, last, facts.some_rank_failed):
         print(line, file=sys.stderr, flush=True)
+    failed_rank = None
+    if failure is not None:
+        failed_rank = failure.rank
+        if failure.how == "abort":  # flock ended the job: its error may name the cause
+            failed_rank = blamed_rank(last, world.size, failure.rank)
     return LaunchResult(
         status=exit_status(status, failure, facts.launch_failure, stopped_by),
-        failed_rank=failure.rank if failure is not None else None,
-        failed_host=world.host_of_rank(failure.rank) if failure is not None else None,
+        failed_rank=failed_rank,
+        failed_host=world.host_of_rank(failed_rank) if failed_rank is not None else None,
         cannot_start=facts.launch_failure is not None,
         stopped_by=stopped_by)
+
+
+# flock's errors end with the host of the first rank they blame (flock/_rank_hosts.py).
+_BLAMED = re.compile(r"\[rank (\d+) is on host \S+")
+
+
+def blamed_rank(last_lines, size: int, reporter: int) -> int:
+    """The rank a flock error in the reporter's last lines blames (a hung or lost rank
+    its stall inspector named), else the reporter itself."""
+    for line in reversed(list(last_lines)):
+        found = _BLAMED.search(line)
+        if found and int(found.group(1)) < size:
+            return int(found.group(1))
+    return reporter
 
 
 STALL_SHUTDOWN_VARIABLE = "FLOCK_STALL_SHUTDOWN_S"

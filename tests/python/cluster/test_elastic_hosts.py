@@ -11,10 +11,13 @@ last commit, and a final accuracy within 1 point of an undisturbed run of 6 rank
 Skipped, with the reason, where network namespaces cannot be made.
 """
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -49,14 +52,11 @@ def kill_ranks_on(cluster, host):
     pids = subprocess.run(["ip", "netns", "pids", cluster.namespace(host)], text=True,
                           capture_output=True, check=True, timeout=10).stdout.split()
     killed = 0
-    for pid in pids:
+    for pid in filter(_is_example, pids):
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                if b"elastic_digits.py" not in handle.read():
-                    continue
             os.kill(int(pid), signal.SIGKILL)
             killed += 1
-        except (FileNotFoundError, ProcessLookupError):
+        except ProcessLookupError:
             pass
     return killed
 
@@ -79,7 +79,6 @@ def start(cluster, tmp_path, name, options, example=()):
 
 
 def test_a_lost_host_and_its_return(tmp_path):
-    import json
     with emu.EmulatedCluster(hosts=3) as cluster:
         (tmp_path / "hosts.txt").write_text("h1:2\nh2:2\nh3:2\n")
         calm = start(cluster, tmp_path, "undisturbed", ["-np", "6"])
@@ -103,3 +102,54 @@ def test_a_lost_host_and_its_return(tmp_path):
     steps_continuous(record)
     assert resumed_where_committed(out) == 2
     assert abs(record["accuracy"] - undisturbed["accuracy"]) <= 0.01, (record, undisturbed)
+
+
+def ranks_left_on(cluster, host, timeout):
+    """How many of the example's ranks still run on ``host`` after waiting up to timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = subprocess.run(["ip", "netns", "pids", cluster.namespace(host)], text=True,
+                              capture_output=True, timeout=10).stdout.split()
+        left = [p for p in pids if _is_example(p)]
+        if not left or time.monotonic() > deadline:
+            return len(left)
+        time.sleep(1)
+
+
+def _is_example(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"elastic_digits.py" in handle.read()
+    except FileNotFoundError:
+        return False
+
+
+def set_link(cluster, host, state):
+    subprocess.run(["ip", "-n", cluster.namespace(host), "link", "set", "eth0", state],
+                   check=state == "down", timeout=10)
+
+
+def test_a_host_whose_network_goes_away(tmp_path):
+    with emu.EmulatedCluster(hosts=3) as cluster:
+        (tmp_path / "hosts.txt").write_text("h1:2\nh2:2\nh3:2\n")
+        run = start(cluster, tmp_path, "linkdown", ["-np", "6", "--min-np", "4",
+                                                    "-x", "FLOCK_STALL_SHUTDOWN_S=3"],
+                    ["--step-ms", "20"])
+        try:
+            run.wait_for(r"epoch +0 +ranks 6")
+            set_link(cluster, 3, "down")
+            cut = time.monotonic()
+            run.wait_for(r"launch 1 failed \(rank [45] on host h3\)")
+            relaunched = time.monotonic() - cut
+            code, out = run.finish()
+        finally:
+            set_link(cluster, 3, "up")
+        left = ranks_left_on(cluster, 3, timeout=60)
+    assert code == 0, out
+    assert re.search(r"stalled for 3 s.*\[rank [45] is on host h3", out), out
+    assert "launch 2: 4 ranks on h1:2,h2:2" in out, out
+    assert relaunched < 30, (relaunched, out)
+    record = json.loads(run.record_file.read_text())
+    assert record["sizes"] == [6, 4], out
+    steps_continuous(record)
+    assert left == 0, "the cut-off host's ranks still run a minute after its link came back"
