@@ -253,3 +253,14 @@ def test_consensus_and_optimization_run_without_matplotlib(tmp_path, without_ext
     assert result.returncode == 0, result.stderr
     assert "FullyConnectedGraph" in result.stdout and "plot skipped" in result.stdout
     assert not png.exists()
+
+
+# --- elastic_digits.py: the elastic example outside an elastic job ----------------------
+
+def test_elastic_digits_runs_as_an_ordinary_job():
+    """Without flockrun --elastic commits stay in memory and the script trains as usual
+    (tests/python/launcher/test_elastic_end_to_end.py runs it elastic)."""
+    out = run_example(3, "elastic_digits.py", "--epochs", "2", "--print-commits")
+    assert re.search(r"epoch +1 +ranks 3 +step +58 ", out), out
+    assert "committed step 58 (3 ranks)" in out and "resumes" not in out
+    assert floats(r"^final test accuracy ([\d.]+)%", out)[0] > 85, out
