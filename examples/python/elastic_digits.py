@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 import flock.torch as bf
+from flock import topology as tu
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from example_support import make_dist_optimizer  # noqa: E402  (beside this script)
@@ -66,8 +67,12 @@ def make_state(args, data):
     optimizer = make_dist_optimizer(args.dist_optimizer, base, model)
     state = bf.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0, step=0,
                                   samples=0, history=[], sizes=[])
+    machines = args.dist_optimizer == "hierarchical_neighbor_allreduce"
+    if machines:
+        bf.set_machine_topology(tu.ExponentialGraph(bf.machine_size()))
     state.register_reset_callbacks([bf.elastic.scale_learning_rate(optimizer, args.base_lr),
-                                    bf.elastic.rebuild_topology(),
+                                    bf.elastic.rebuild_topology(
+                                        "machine" if machines else "exponential"),
                                     lambda: print_resumed(args, state)])
     loader = torch.utils.data.DataLoader(dataset, batch_sampler=sampler)
     return state, loader

@@ -128,10 +128,13 @@ def resumed_where_committed(out, commit_every=10):
     return checked
 
 
-def test_a_killed_rank_relaunches_from_the_last_commit(job):
+@pytest.mark.parametrize("optimizer", ["gradient_allreduce", "neighbor_allreduce",
+                                       "hierarchical_neighbor_allreduce"])
+def test_a_killed_rank_relaunches_from_the_last_commit(job, optimizer):
     job.hosts("localhost:3\n")
-    code, out = job(["-np", "3"], ["--epochs", "4", "--fail-at-step", "25",
-                                   "--commit-every", "10", "--print-commits"]).finish()
+    code, out = job(["-np", "3", "-x", "FLOCK_LOCAL_SIZE=1"],
+                    ["--epochs", "4", "--fail-at-step", "25", "--commit-every", "10",
+                     "--print-commits", "--dist-optimizer", optimizer]).finish()
     assert code == 0, out
     assert "rank 2 (host" in out and "was killed by signal 9" in out
     assert "launch 1 failed (rank 2 on host localhost); relaunching" in out
