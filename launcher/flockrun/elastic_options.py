@@ -85,8 +85,8 @@ def elastic_settings(args: argparse.Namespace) -> Optional[ElasticSettings]:
         raise LaunchError("give either --host-discovery-script or -H/--hostfile, not both")
     return ElasticSettings(
         min_np=min_np, max_np=max_np, discovery_script=args.host_discovery_script,
-        slots_per_host=_positive(args.slots_per_host, 1, "--slots-per-host"),
-        reset_limit=_at_least_zero(args.reset_limit, DEFAULT_RESET_LIMIT, "--reset-limit"),
+        slots_per_host=_int_at_least(args.slots_per_host, 1, 1, "--slots-per-host"),
+        reset_limit=_int_at_least(args.reset_limit, DEFAULT_RESET_LIMIT, 0, "--reset-limit"),
         directory=os.path.abspath(args.elastic_dir or DEFAULT_DIR),
         timeout_s=_seconds(args.elastic_timeout, DEFAULT_ELASTIC_TIMEOUT_S,
                            "--elastic-timeout"),
@@ -112,19 +112,11 @@ def _sizes(args: argparse.Namespace):
     return min_np, max_np
 
 
-def _positive(value: Optional[int], default: int, option: str) -> int:
+def _int_at_least(value: Optional[int], default: int, minimum: int, option: str) -> int:
     if value is None:
         return default
-    if value < 1:
-        raise LaunchError(f"{option} must be at least 1, got {value}")
-    return value
-
-
-def _at_least_zero(value: Optional[int], default: int, option: str) -> int:
-    if value is None:
-        return default
-    if value < 0:
-        raise LaunchError(f"{option} must be 0 or more, got {value}")
+    if value < minimum:
+        raise LaunchError(f"{option} must be {minimum} or more, got {value}")
     return value
 
 

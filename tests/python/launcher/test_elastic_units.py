@@ -215,7 +215,7 @@ def test_no_elastic_gives_none():
     (["--elastic", "-np", "2", "--elastic-timeout", "0"], "--elastic-timeout must be a pos"),
     (["--elastic", "-np", "2", "--discovery-interval", "-1"], "--discovery-interval must"),
     (["--elastic", "-np", "2", "--removal-grace", "nan"], "--removal-grace must"),
-    (["--elastic", "-np", "2", "--slots-per-host", "0"], "--slots-per-host must be at least"),
+    (["--elastic", "-np", "2", "--slots-per-host", "0"], "--slots-per-host must be 1 or more"),
 ])
 def test_elastic_option_errors(argv, words):
     with pytest.raises(LaunchError) as err:
