@@ -6,7 +6,7 @@ hang. ``share`` does that with flock's numpy broadcast, so it works for any
 framework.
 """
 
-from typing import Optional, Tuple
+from typing import Tuple
 
 import numpy as np
 
@@ -14,15 +14,26 @@ from flock import basics
 from flock.numpy import _ops
 
 
-def share(code: int, data: Optional[bytes], name: str) -> Tuple[int, bytes]:
-    """Rank 0's (code, data) on every rank; other ranks' arguments are ignored."""
+def share(code: int, data, name: str) -> Tuple[int, memoryview]:
+    """Rank 0's (code, data) on every rank; other ranks' arguments are ignored.
+
+    data is any bytes-like object (None: empty). It travels without extra copies:
+    a writable buffer on rank 0 is sent as it is, and the others get a view of the
+    array they received into."""
     root = basics.rank() == 0
-    header = np.array([code, len(data or b"")] if root else [0, 0], dtype=np.int64)
+    length = len(memoryview(data).cast("B")) if root and data is not None else 0
+    header = np.array([code, length] if root else [0, 0], dtype=np.int64)
     _ops.broadcast_(header, 0, name=f"flock.elastic.{name}.header")
     code, length = int(header[0]), int(header[1])
     if length == 0:
-        return code, b""
-    payload = np.frombuffer(bytearray(data), dtype=np.uint8) if root \
-        else np.empty(length, dtype=np.uint8)
+        return code, memoryview(b"")
+    if root and memoryview(data).readonly:
+        data = bytearray(data)  # a short message (a reason, an error): copying is free
+    payload = np.frombuffer(data, dtype=np.uint8) if root else np.empty(length, np.uint8)
     _ops.broadcast_(payload, 0, name=f"flock.elastic.{name}.payload")
-    return code, data if root else payload.tobytes()
+    return code, memoryview(data).cast("B") if root else memoryview(payload)
+
+
+def text(view) -> str:
+    """A shared message as text."""
+    return bytes(view).decode("utf-8", "replace")

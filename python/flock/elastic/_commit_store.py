@@ -30,23 +30,30 @@ KEEP = 2  # the newest commit and the one before it
 class Commit:
     number: int
     path: str
-    payload: bytes
+    payload: memoryview
 
 
 class CorruptCommit(Exception):
     """A commit file whose header or checksum does not hold."""
 
 
-def encode(payload: bytes) -> bytes:
-    return MAGIC + struct.pack(">Q", len(payload)) + hashlib.sha256(payload).digest() + payload
+def header(payload) -> bytes:
+    """What a commit file holds before its payload."""
+    return MAGIC + struct.pack(">Q", len(payload)) + hashlib.sha256(payload).digest()
 
 
-def decode(data: bytes) -> bytes:
-    """The payload of a commit file's bytes; CorruptCommit when they are not whole."""
-    if not data.startswith(MAGIC) or len(data) < _HEADER:
+def encode(payload) -> bytes:
+    return header(payload) + bytes(payload)
+
+
+def decode(data) -> memoryview:
+    """The payload of a commit file's bytes (a view, not a copy); CorruptCommit when
+    they are not whole."""
+    data = memoryview(data).cast("B")
+    if bytes(data[:len(MAGIC)]) != MAGIC or len(data) < _HEADER:
         raise CorruptCommit("it does not start with a flock commit header")
     (length,) = struct.unpack(">Q", data[len(MAGIC):len(MAGIC) + 8])
-    digest, payload = data[len(MAGIC) + 8:_HEADER], data[_HEADER:]
+    digest, payload = bytes(data[len(MAGIC) + 8:_HEADER]), data[_HEADER:]
     if len(payload) != length:
         raise CorruptCommit(f"it holds {len(payload)} bytes of state, its header says {length}")
     if hashlib.sha256(payload).digest() != digest:
@@ -80,7 +87,7 @@ class CommitStore:
         temporary = os.path.join(self.directory, f".{os.path.basename(path)}.tmp")
         try:
             os.makedirs(self.directory, exist_ok=True)
-            _write_synced(temporary, encode(payload))
+            _write_synced(temporary, header(payload), payload)
             os.replace(temporary, path)
             _sync_directory(self.directory)
         except OSError as exc:
@@ -100,8 +107,7 @@ class CommitStore:
         for number in reversed(self._numbers()):
             path = self._path(number)
             try:
-                with open(path, "rb") as handle:
-                    payload = decode(handle.read())
+                payload = decode(_read_whole(path))
             except (OSError, CorruptCommit) as exc:
                 damaged.append(f"{path}: {exc}")
                 _set_aside(path, exc)
@@ -113,11 +119,25 @@ class CommitStore:
         return None
 
 
-def _write_synced(path: str, data: bytes) -> None:
+def _write_synced(path: str, *pieces) -> None:
     with open(path, "wb") as handle:
-        handle.write(data)
+        for piece in pieces:
+            handle.write(piece)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def _read_whole(path: str) -> bytearray:
+    """The file's bytes, read once into one buffer (no second copy)."""
+    with open(path, "rb", buffering=0) as handle:
+        data = bytearray(os.fstat(handle.fileno()).st_size)
+        view, done = memoryview(data), 0
+        while done < len(data):
+            count = handle.readinto(view[done:])
+            if not count:
+                raise CorruptCommit(f"it ended after {done} of {len(data)} bytes")
+            done += count
+    return data
 
 
 def _sync_directory(directory: str) -> None:

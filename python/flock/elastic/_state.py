@@ -14,14 +14,13 @@ by overriding ``_snapshot``/``_apply`` and the serializer.
 - ``sync()``: rank 0's state on every rank.
 """
 
-import io
 import pickle
 import time
 from typing import Callable, Dict, Iterable, List
 
 from flock import basics
 from flock.elastic import _control
-from flock.elastic._agree import share
+from flock.elastic._agree import share, text
 from flock.elastic._commit_store import CommitStore
 from flock.errors import FlockElasticError
 
@@ -72,11 +71,12 @@ class State:
             else:
                 setattr(self, name, snapshot[name])
 
-    def _serialize(self, obj) -> bytes:
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    def _serialize(self, obj):
+        """obj as a bytes-like object (writable, so that sending it copies nothing)."""
+        return bytearray(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def _deserialize(self, data: bytes):
-        return pickle.load(io.BytesIO(data))
+    def _deserialize(self, data):
+        return pickle.loads(data)
 
     # --- the user's calls ---------------------------------------------------
     def register_reset_callbacks(self, callbacks: Iterable[Callable[[], None]]) -> None:
@@ -89,20 +89,24 @@ class State:
             callback()
 
     def commit(self) -> None:
-        """Save this state (memory, and disk under flockrun --elastic), then check hosts."""
-        payload = self._serialize({"world_size": basics.size(), "time": time.time(),
-                                   "launch": _control.launch_number(),
-                                   "state": self._snapshot()})
-        self._saved = payload
+        """Save this state, then check hosts (collective).
+
+        Rank 0 serializes its state and keeps it (and, under flockrun --elastic,
+        writes it to disk); the other ranks keep nothing, which spares them a copy of
+        a large model at every commit: restore() and a relaunch both take rank 0's."""
         self.commits += 1
         code, message = _OK, None
-        if self._store is not None and basics.rank() == 0:
-            code, message = self._write(payload)
+        if basics.rank() == 0:
+            self._saved = self._serialize({"world_size": basics.size(), "time": time.time(),
+                                           "launch": _control.launch_number(),
+                                           "state": self._snapshot()})
+            if self._store is not None:
+                code, message = self._write(self._saved)
         code, said = share(code, message, "commit")
         if code == _FAILED:
-            raise FlockElasticError(said.decode())
+            raise FlockElasticError(text(said))
         if code == _RESET:
-            raise HostsUpdatedInterrupt(said.decode())
+            raise HostsUpdatedInterrupt(text(said))
 
     def _write(self, payload: bytes):
         try:
@@ -123,12 +127,16 @@ class State:
         code, said = share(_RESET if reason else _OK, reason.encode() if reason else None,
                            "check_host_updates")
         if code == _RESET:
-            raise HostsUpdatedInterrupt(said.decode())
+            raise HostsUpdatedInterrupt(text(said))
 
     def restore(self) -> None:
-        """Back to the last commit (this rank's copy); no-op before the first commit."""
-        if self._saved is not None:
-            self._apply(self._deserialize(self._saved)["state"])
+        """Back to the last commit on every rank (collective): rank 0's committed state,
+        the one a relaunch resumes from (before the first commit: the state run()
+        started from; without run(), nothing to go back to)."""
+        saved = self._saved if basics.rank() == 0 else None
+        code, data = share(_RESET if saved is not None else _OK, saved, "restore")
+        if code == _RESET:
+            self._apply(self._deserialize(data)["state"])
 
     def sync(self) -> None:
         """Make every rank's state rank 0's."""
@@ -150,15 +158,16 @@ class State:
                 code, data = (_RESET, found.payload) if found is not None else (_OK, None)
         code, data = share(code, data, "resume")
         if code == _FAILED:
-            raise FlockElasticError(data.decode())
+            raise FlockElasticError(text(data))
         if code == _OK:
             self.sync()
-            self._saved = self._serialize({"world_size": basics.size(),
-                                           "state": self._snapshot()})
+            if basics.rank() == 0:  # restore() before the first commit: this start
+                self._saved = self._serialize({"world_size": basics.size(),
+                                               "state": self._snapshot()})
             return False
         commit = self._deserialize(data)
         self._apply(commit["state"])
-        self._saved = data
+        self._saved = data if basics.rank() == 0 else None
         self.resumed_from = {k: v for k, v in commit.items() if k != "state"}
         return True
 

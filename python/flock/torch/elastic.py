@@ -27,6 +27,7 @@ import torch
 
 from flock import basics
 from flock.elastic import HostsUpdatedInterrupt, ObjectState, State, run
+from flock.elastic._view_reader import ViewReader
 from flock.torch._elastic_sampler import ElasticSampler
 
 __all__ = ["TorchState", "ObjectState", "State", "HostsUpdatedInterrupt", "run",
@@ -55,18 +56,18 @@ class TorchState(State):
             self.optimizer.load_state_dict(snapshot["optimizer"])
         super()._apply(snapshot["values"])
 
-    def _serialize(self, obj) -> bytes:
+    def _serialize(self, obj):
         buffer = io.BytesIO()
         torch.save(obj, buffer)
-        return buffer.getvalue()
+        return buffer.getbuffer()  # the bytes in place: a writable view, no copy
 
-    def _deserialize(self, data: bytes):
-        buffer = io.BytesIO(data)
+    def _deserialize(self, data):
+        reader = ViewReader(data)  # torch.load straight from the received buffer
         try:  # this job's own bytes: full unpickling is wanted
-            return torch.load(buffer, map_location="cpu", weights_only=False)
+            return torch.load(reader, map_location="cpu", weights_only=False)
         except TypeError:  # a torch without weights_only
-            buffer.seek(0)
-            return torch.load(buffer, map_location="cpu")
+            reader.seek(0)
+            return torch.load(reader, map_location="cpu")
 
 
 def scale_learning_rate(optimizer, base_lr: float):
