@@ -2,7 +2,9 @@
 # Sets everything up (scripts/setup.sh) and runs the whole test suite:
 #   1. C++ tests (ctest): units, MPI tests at np 1-6, the find_package consumer
 #   2. launcher tests, single-process Python tests and flock across emulated
-#      hosts (network namespaces; skipped where they cannot be made)
+#      hosts (network namespaces; skipped where they cannot be made); then the
+#      elastic jobs (flockrun --elastic here and on emulated hosts) as a step of
+#      their own
 #   3. the Python API under flockrun at np 1-6 (one job per size)
 #   4. sanitizers (scripts/sanitizers.sh): ASan+UBSan C++ unit and MPI tests (np 2-4,
 #      leak detection on), the Python API at np 4 on the ASan module, TSan unit and MPI
@@ -46,10 +48,15 @@ run_step() {
 
 run_step "C++ tests (ctest)" 900 \
   ctest --test-dir build --output-on-failure --output-junit "$reports/ctest.xml"
+elastic_jobs=(tests/python/launcher/test_elastic_end_to_end.py
+              tests/python/cluster/test_elastic_hosts.py)
 run_step "launcher, single-process and emulated-cluster tests" 900 \
   python -m pytest -p no:cacheprovider --timeout=300 tests/python/launcher tests/python/single \
-  tests/python/cluster \
+  tests/python/cluster "${elastic_jobs[@]/#/--ignore=}" \
   --junitxml "$reports/junit-single.xml"
+run_step "elastic jobs: flockrun --elastic on this host and on emulated hosts" 900 \
+  python -m pytest -p no:cacheprovider --timeout=300 "${elastic_jobs[@]}" \
+  --junitxml "$reports/junit-elastic.xml"
 for np in 1 2 3 4 5 6; do
   run_step "Python API under flockrun -np $np" 900 \
     flockrun -np "$np" python tests/python/mpi_pytest.py "$reports" tests/python/parallel -q

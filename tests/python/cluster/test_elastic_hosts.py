@@ -32,7 +32,7 @@ from test_elastic_end_to_end import (EXAMPLE, ElasticRun, resumed_where_committe
 _reason = emu.namespaces_supported()
 pytestmark = pytest.mark.skipif(_reason is not None,
                                 reason="no emulated cluster here: {}".format(_reason))
-EPOCHS = "8"
+EPOCHS = "12"
 
 
 @pytest.fixture(autouse=True)
@@ -97,8 +97,10 @@ def test_a_lost_host_and_its_return(tmp_path):
     assert code == 0, out
     assert "(1 relaunches after failures)" in out, out
     assert "discovery offers 6 slots for the job's 4 ranks" in out, out
+    assert "launch 3: 6 ranks on h1:2,h2:2,h3:2" in out, out
     record = json.loads(run.record_file.read_text())
-    assert record["sizes"] == [6, 4, 6], out
+    # [6, 4] alone when the grow came at the last epoch's commit (a loaded machine)
+    assert record["sizes"] in ([6, 4, 6], [6, 4]), out
     steps_continuous(record)
     assert resumed_where_committed(out) == 2
     assert abs(record["accuracy"] - undisturbed["accuracy"]) <= 0.01, (record, undisturbed)

@@ -103,6 +103,7 @@ def test_get_then_clone_leaves_the_window_alone(rank, window):
 def test_versions_count_puts_and_gets_until_an_update(rank, window):
     x = window()
     assert bf.get_win_version("w") == {j: 0 for j in ins()}
+    bf.barrier()  # no rank puts before every rank has looked (a fast neighbour did)
     bf.win_put(x, "w")
     bf.barrier()
     assert bf.get_win_version("w") == {j: 1 for j in ins()}

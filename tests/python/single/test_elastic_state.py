@@ -8,9 +8,9 @@ import os
 import pytest
 import torch
 
-import flock.torch as bf
 from flock import basics
 from flock.elastic import HostsUpdatedInterrupt, State
+from flock.elastic import _state as elastic_state
 from flock.elastic._commit_store import MAGIC, CommitStore, decode, encode
 from flock.errors import FlockElasticError
 from flock.torch._elastic_sampler import ElasticSampler, partition
@@ -218,10 +218,16 @@ def test_sampler_record_past_the_end_and_bad_batch_size(monkeypatch):
 # State and TorchState ------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def flock_up():
-    bf.init()  # one rank; init() may be called again, so no shutdown is needed
-    yield
+@pytest.fixture
+def flock_up(monkeypatch):
+    """One rank without MPI: an MPI_Init in pytest's own process would leave OpenMPI's
+    singleton settings in the environment of every mpirun the later tests start (they
+    then exit 1 without a word). share() with one rank returns rank 0's data."""
+    monkeypatch.setattr(basics, "size", lambda: 1)
+    monkeypatch.setattr(basics, "rank", lambda: 0)
+    monkeypatch.setattr(basics, "is_initialized", lambda: True)
+    monkeypatch.setattr(elastic_state, "share", lambda code, data, name: (
+        code, memoryview(b"" if data is None else data).cast("B")))
 
 
 @pytest.fixture
