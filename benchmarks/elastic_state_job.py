@@ -12,10 +12,12 @@ job and the driver: the same machine):
   torch and flock (``imported``); ``init``: after ``bf.init()``;
 - ``ready``: the state is built, ``train(state)`` is being called (the restore follows);
 - ``train``: the first line inside ``train``: the state is restored; with the time
-  spent reading and verifying the commit (rank 0, ``load_s``), broadcasting it
-  (``share_s``), and deserializing and loading it (``apply_s``);
+  spent reading and verifying the commit into the model (rank 0, ``load_s``, which
+  includes its own binding), broadcasting it (``share_s``), and unpickling the
+  skeleton, binding it to the model and optimizer and applying it (``apply_s``);
 - ``commit``: after each ``state.commit()``: its time (``commit_s``), of which
-  serializing (``serialize_s``) and, on rank 0, writing and fsyncing (``save_s``);
+  packing and copying for restore() (``serialize_s``) and, on rank 0, writing and
+  fsyncing (``save_s``);
 - ``kill``: --fail-at-step: the last rank of launch 1 SIGKILLs itself right after.
 
 The step is a sleep, one small allreduce (to keep the ranks in step, so that a
@@ -117,16 +119,18 @@ def timed(name, func):
 
 
 class TimedState(bf.elastic.TorchState):
-    """TorchState whose serializing, deserializing and loading are timed."""
+    """TorchState whose packing (rank 0's commit), binding and loading are timed."""
 
-    def _serialize(self, obj):
-        return timed("serialize_s", super()._serialize)(obj)
+    def _pack(self, **meta):
+        return timed("serialize_s", super()._pack)(**meta)
 
-    def _deserialize(self, data):
-        return timed("apply_s", super()._deserialize)(data)
+    def _keep(self, skeleton, blocks):
+        return timed("serialize_s", super()._keep)(skeleton, blocks)
 
-    def _apply(self, snapshot):
-        return timed("apply_s", super()._apply)(snapshot)
+    def _load(self, skeleton):
+        loaded = timed("apply_s", super()._load)(skeleton)
+        loaded.finish = timed("apply_s", loaded.finish)
+        return loaded
 
 
 def make_state(args):
@@ -137,6 +141,7 @@ def make_state(args):
     state = TimedState(model, optimizer, step=0)
     # The library's broadcast and the commit store, timed from the outside.
     state_module.share = timed("share_s", state_module.share)
+    state_module.share_blocks = timed("share_s", state_module.share_blocks)
     if state._store is not None:
         state._store.load_latest = timed("load_s", state._store.load_latest)
         state._store.save = timed("save_s", state._store.save)

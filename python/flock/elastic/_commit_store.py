@@ -1,64 +1,54 @@
 """Commits on disk: atomic, checksummed, and never fewer than one that is whole.
 
 A commit is one file ``commit-NNNNNNNN.flock`` in the elastic directory: a magic
-line, the payload's length (8 bytes, big-endian), its SHA-256, then the payload.
-``save`` writes a temporary file, fsyncs it, renames it into place and fsyncs the
-directory, and only then removes commits older than the previous one: whatever
-moment the writer dies at, the newest whole commit is still there. ``load_latest``
-takes the newest commit whose checksum holds; a damaged one is renamed
-``*.corrupt`` (kept for inspection) with a warning naming it, and the previous one
-is used. Only rank 0 calls these (state.py).
+line, the lengths of the skeleton and of the data (8 bytes each, big-endian), the
+CRC-32 of each (4 bytes each: it finds torn writes and flipped bits at 5 GB/s,
+where SHA-256 took 0.2 s of a 205 MB restore here), the skeleton (a small pickle, _packing.py) and the data (the
+state's blocks, one after the other). ``save`` writes a temporary file straight
+from the blocks, fsyncs it, renames it into place and fsyncs the directory, and
+only then removes commits older than the previous one: whatever moment the
+writer dies at, the newest whole commit is still there.
+
+``load_latest(into)`` takes the newest commit that is whole. It checks the
+skeleton's checksum, asks ``into(skeleton)`` for the buffers the data belongs in
+(a live model's parameters: nothing is allocated twice), reads the data into
+them and checks its checksum. A damaged commit is renamed ``*.corrupt`` (kept for
+inspection) with a warning naming it, and the previous one is read, into fresh
+buffers, over whatever the damaged one left. Only rank 0 calls these (state.py).
 """
 
-import hashlib
 import os
 import re
 import struct
 import sys
+import zlib
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from flock.errors import FlockElasticError
 
-MAGIC = b"FLOCK-COMMIT-1\n"
-_HEADER = len(MAGIC) + 8 + 32
+MAGIC = b"FLOCK-COMMIT-2\n"
+_FIELDS = struct.Struct(">QQII")  # skeleton and data: lengths, then CRC-32s
+_HEADER = len(MAGIC) + _FIELDS.size
 _NAME = re.compile(r"^commit-(\d{8})\.flock$")
 KEEP = 2  # the newest commit and the one before it
+
+# into(skeleton) -> (what the caller keeps, the buffers the data is read into).
+Into = Callable[[bytes], Tuple[Any, Sequence[np.ndarray]]]
 
 
 @dataclass(frozen=True)
 class Commit:
     number: int
     path: str
-    payload: memoryview
+    skeleton: bytes
+    loaded: Any  # what into() returned first, its buffers now filled
 
 
 class CorruptCommit(Exception):
-    """A commit file whose header or checksum does not hold."""
-
-
-def header(payload) -> bytes:
-    """What a commit file holds before its payload."""
-    return MAGIC + struct.pack(">Q", len(payload)) + hashlib.sha256(payload).digest()
-
-
-def encode(payload) -> bytes:
-    return header(payload) + bytes(payload)
-
-
-def decode(data) -> memoryview:
-    """The payload of a commit file's bytes (a view, not a copy); CorruptCommit when
-    they are not whole."""
-    data = memoryview(data).cast("B")
-    if bytes(data[:len(MAGIC)]) != MAGIC or len(data) < _HEADER:
-        raise CorruptCommit("it does not start with a flock commit header")
-    (length,) = struct.unpack(">Q", data[len(MAGIC):len(MAGIC) + 8])
-    digest, payload = bytes(data[len(MAGIC) + 8:_HEADER]), data[_HEADER:]
-    if len(payload) != length:
-        raise CorruptCommit(f"it holds {len(payload)} bytes of state, its header says {length}")
-    if hashlib.sha256(payload).digest() != digest:
-        raise CorruptCommit("its checksum does not match its content")
-    return payload
+    """A commit file whose header, length or checksum does not hold."""
 
 
 class CommitStore:
@@ -80,14 +70,14 @@ class CommitStore:
     def _path(self, number: int) -> str:
         return os.path.join(self.directory, f"commit-{number:08d}.flock")
 
-    def save(self, payload: bytes) -> str:
+    def save(self, skeleton: bytes, blocks: Sequence[np.ndarray] = ()) -> str:
         """Write a new commit; FlockElasticError (the previous commit kept) when it fails."""
         numbers = self._numbers()
         path = self._path((numbers[-1] if numbers else 0) + 1)
         temporary = os.path.join(self.directory, f".{os.path.basename(path)}.tmp")
         try:
             os.makedirs(self.directory, exist_ok=True)
-            _write_synced(temporary, header(payload), payload)
+            _write_synced(temporary, skeleton, blocks)
             os.replace(temporary, path)
             _sync_directory(self.directory)
         except OSError as exc:
@@ -100,44 +90,103 @@ class CommitStore:
             _remove_quietly(self._path(old))
         return path
 
-    def load_latest(self) -> Optional[Commit]:
-        """The newest whole commit, None when there is none; FlockElasticError when every
-        commit is damaged."""
+    def load_latest(self, into: Into) -> Optional[Commit]:
+        """The newest whole commit, read through into(); None when there is none;
+        FlockElasticError when every commit is damaged."""
         damaged = []
         for number in reversed(self._numbers()):
             path = self._path(number)
             try:
-                payload = decode(_read_whole(path))
+                skeleton, loaded = _read(path, into)
             except (OSError, CorruptCommit) as exc:
                 damaged.append(f"{path}: {exc}")
                 _set_aside(path, exc)
                 continue
-            return Commit(number, path, payload)
+            return Commit(number, path, skeleton, loaded)
         if damaged:
             raise FlockElasticError("no commit can be restored: " + "; ".join(damaged) +
                                     " (renamed *.corrupt; remove them to start afresh)")
         return None
 
 
-def _write_synced(path: str, *pieces) -> None:
+def _write_synced(path: str, skeleton: bytes, blocks: Sequence[np.ndarray]) -> None:
+    """Header (its checksums filled in last), skeleton, blocks; then fsync."""
+    data_crc, data_length = 0, 0
     with open(path, "wb") as handle:
-        for piece in pieces:
-            handle.write(piece)
+        handle.write(bytes(_HEADER))
+        handle.write(skeleton)
+        for block in blocks:
+            handle.write(block)  # straight from the block's memory
+            data_crc = zlib.crc32(block, data_crc)
+            data_length += block.nbytes
+        handle.seek(0)
+        handle.write(MAGIC + _FIELDS.pack(len(skeleton), data_length, zlib.crc32(skeleton),
+                                          data_crc))
         handle.flush()
         os.fsync(handle.fileno())
 
 
-def _read_whole(path: str) -> bytearray:
-    """The file's bytes, read once into one buffer (no second copy)."""
+def _read(path: str, into: Into):
+    """(skeleton, into's result with its buffers filled); CorruptCommit when the file
+    is not whole."""
     with open(path, "rb", buffering=0) as handle:
-        data = bytearray(os.fstat(handle.fileno()).st_size)
-        view, done = memoryview(data), 0
-        while done < len(data):
+        head = _read_exactly(handle, _HEADER, "its header")
+        if head[:len(MAGIC)] != MAGIC:
+            raise CorruptCommit("it does not start with a flock commit header (format 2)")
+        skeleton_length, data_length, skeleton_crc, data_crc = \
+            _FIELDS.unpack_from(head, len(MAGIC))
+        size = os.fstat(handle.fileno()).st_size
+        if size != _HEADER + skeleton_length + data_length:
+            raise CorruptCommit(f"it is {size} bytes long, its header says "
+                                f"{_HEADER + skeleton_length + data_length}")
+        skeleton = _read_exactly(handle, skeleton_length, "its skeleton")
+        if zlib.crc32(skeleton) != skeleton_crc:
+            raise CorruptCommit("the checksum of its skeleton does not match")
+        loaded, buffers = into(skeleton)
+        described = sum(b.nbytes for b in buffers)
+        if described != data_length:
+            raise CorruptCommit(f"its state describes {described} bytes of data, its header "
+                                f"says {data_length}")
+        if _read_into(handle, buffers) != data_crc:
+            raise CorruptCommit("the checksum of its data does not match")
+    return skeleton, loaded
+
+
+def read_data(path: str, buffers: Sequence[np.ndarray]) -> None:
+    """Read a commit's data again into buffers (restore() after a resume, which keeps
+    no copy); FlockElasticError when the file is no longer whole."""
+    try:
+        with open(path, "rb", buffering=0) as handle:
+            head = _read_exactly(handle, _HEADER, "its header")
+            skeleton_length, data_length, _, data_crc = _FIELDS.unpack_from(head, len(MAGIC))
+            if head[:len(MAGIC)] != MAGIC or data_length != sum(b.nbytes for b in buffers):
+                raise CorruptCommit("its header changed since it was restored")
+            handle.seek(_HEADER + skeleton_length)
+            if _read_into(handle, buffers) != data_crc:
+                raise CorruptCommit("the checksum of its data does not match")
+    except (OSError, CorruptCommit) as exc:
+        raise FlockElasticError(f"cannot read commit {path} again: {exc}") from None
+
+
+def _read_exactly(handle, count: int, what: str) -> bytes:
+    data = handle.read(count) if count else b""
+    if len(data) != count:
+        raise CorruptCommit(f"{what} ended after {len(data)} of {count} bytes")
+    return data
+
+
+def _read_into(handle, buffers: Sequence[np.ndarray]) -> int:
+    """Fill every buffer from the file, in order; the CRC-32 of what was read."""
+    crc = 0
+    for buffer in buffers:
+        view, done = memoryview(buffer).cast("B"), 0
+        while done < len(view):
             count = handle.readinto(view[done:])
             if not count:
-                raise CorruptCommit(f"it ended after {done} of {len(data)} bytes")
+                raise CorruptCommit("its data ended early")
             done += count
-    return data
+        crc = zlib.crc32(view, crc)
+    return crc
 
 
 def _sync_directory(directory: str) -> None:

@@ -14,14 +14,17 @@ by overriding ``_snapshot``/``_apply`` and the serializer.
 - ``sync()``: rank 0's state on every rank.
 """
 
-import pickle
 import time
-from typing import Callable, Dict, Iterable, List
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from flock import basics
 from flock.elastic import _control
-from flock.elastic._agree import share, text
-from flock.elastic._commit_store import CommitStore
+from flock.elastic._agree import share, share_blocks, text
+from flock.elastic._commit_store import CommitStore, read_data
+from flock.elastic._packing import no_blocks, pack, refuse_blocks, unpack
 from flock.errors import FlockElasticError
 
 _OK, _RESET, _FAILED = 0, 1, 2
@@ -34,6 +37,29 @@ class HostsUpdatedInterrupt(Exception):
 
 def _stateful(value) -> bool:
     return hasattr(value, "state_dict") and hasattr(value, "load_state_dict")
+
+
+@dataclass
+class _Loaded:
+    """A skeleton bound to this rank's objects: fill ``buffers``, then ``finish()``."""
+    meta: Dict[str, Any]
+    buffers: List[np.ndarray]
+    finish: Callable[[], None]
+
+
+@dataclass
+class _Kept:
+    """Rank 0's last commit, for restore(): its blocks in memory, or in its file."""
+    skeleton: bytes
+    blocks: Optional[List[np.ndarray]] = None
+    path: Optional[str] = None
+
+    def fill(self, buffers: Sequence[np.ndarray]) -> None:
+        if self.blocks is None:
+            read_data(self.path, buffers)
+            return
+        for target, kept in zip(buffers, self.blocks, strict=True):
+            np.copyto(target, kept)
 
 
 class State:
@@ -71,12 +97,38 @@ class State:
             else:
                 setattr(self, name, snapshot[name])
 
-    def _serialize(self, obj):
-        """obj as a bytes-like object (writable, so that sending it copies nothing)."""
-        return bytearray(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    # --- how it is stored (TorchState keeps tensors out of the pickle) -------
+    def _block_of(self, obj):
+        """(meta, buffer) when obj is stored as a block of bytes (_packing.py)."""
+        return no_blocks(obj)
 
-    def _deserialize(self, data):
-        return pickle.loads(data)
+    def _new_block(self, meta):
+        """(object, writable uint8 array) standing for a block being restored."""
+        return refuse_blocks(meta)
+
+    def _bind(self, state, placed: List[Any], buffers: List[np.ndarray]) -> Callable[[], None]:
+        """Point buffers at live memory where a block can be restored in place (a
+        subclass may), and return what applies the state once they are filled."""
+        return lambda: self._apply(state)
+
+    def _pack(self, **meta) -> Tuple[bytes, List[np.ndarray]]:
+        return pack(dict(meta, state=self._snapshot()), self._block_of)
+
+    def _load(self, skeleton) -> _Loaded:
+        obj, placed, buffers = unpack(bytes(skeleton), self._new_block)
+        finish = self._bind(obj["state"], placed, buffers)
+        return _Loaded({k: v for k, v in obj.items() if k != "state"}, buffers, finish)
+
+    def _keep(self, skeleton: bytes, blocks: Sequence[np.ndarray]) -> None:
+        """Copy the blocks for restore(), into last commit's arrays where they fit."""
+        old = self._saved.blocks if self._saved is not None and self._saved.blocks else []
+        kept = []
+        for i, block in enumerate(blocks):
+            fits = i < len(old) and old[i].nbytes == block.nbytes
+            target = old[i] if fits else np.empty(block.nbytes, dtype=np.uint8)
+            np.copyto(target, block)
+            kept.append(target)
+        self._saved = _Kept(skeleton, kept)
 
     # --- the user's calls ---------------------------------------------------
     def register_reset_callbacks(self, callbacks: Iterable[Callable[[], None]]) -> None:
@@ -91,15 +143,14 @@ class State:
     def commit(self) -> None:
         """Save this state, then check hosts (collective).
 
-        Rank 0 serializes its state and keeps it (and, under flockrun --elastic,
-        writes it to disk); the other ranks keep nothing, which spares them a copy of
-        a large model at every commit: restore() and a relaunch both take rank 0's."""
+        Rank 0 copies its state and keeps it (and, under flockrun --elastic, writes
+        it to disk); the other ranks keep nothing, which spares them a copy of a
+        large model at every commit: restore() and a relaunch both take rank 0's."""
         self.commits += 1
         code, message = _OK, None
         if basics.rank() == 0:
-            self._saved = self._serialize({"world_size": basics.size(), "time": time.time(),
-                                           "launch": _control.launch_number(),
-                                           "state": self._snapshot()})
+            self._keep(*self._pack(world_size=basics.size(), time=time.time(),
+                                   launch=_control.launch_number()))
             if self._store is not None:
                 code, message = self._write(self._saved)
         code, said = share(code, message, "commit")
@@ -108,9 +159,9 @@ class State:
         if code == _RESET:
             raise HostsUpdatedInterrupt(text(said))
 
-    def _write(self, payload: bytes):
+    def _write(self, kept: _Kept):
         try:
-            self._store.save(payload)
+            self._store.save(kept.skeleton, kept.blocks)
         except FlockElasticError as exc:
             return _FAILED, str(exc).encode()
         reason = _control.reset_request(self._store.directory, _control.launch_number())
@@ -133,43 +184,73 @@ class State:
         """Back to the last commit on every rank (collective): rank 0's committed state,
         the one a relaunch resumes from (before the first commit: the state run()
         started from; without run(), nothing to go back to)."""
-        saved = self._saved if basics.rank() == 0 else None
-        code, data = share(_RESET if saved is not None else _OK, saved, "restore")
-        if code == _RESET:
-            self._apply(self._deserialize(data)["state"])
+        code, data, loaded = _OK, None, None
+        if basics.rank() == 0 and self._saved is not None:
+            try:
+                loaded = self._load(self._saved.skeleton)
+                self._saved.fill(loaded.buffers)
+                code, data = _RESET, self._saved.skeleton
+            except Exception as exc:  # pylint: disable=broad-except  # every rank must hear
+                code, data = _FAILED, f"cannot restore the last commit: {exc}".encode()
+        self._receive(code, data, loaded, "restore")
 
     def sync(self) -> None:
-        """Make every rank's state rank 0's."""
-        payload = self._serialize(self._snapshot()) if basics.rank() == 0 else None
-        _, data = share(_OK, payload, "sync")
-        if basics.rank() != 0:
-            self._apply(self._deserialize(data))
+        """Make every rank's state rank 0's (collective)."""
+        root = basics.rank() == 0
+        skeleton, blocks = self._pack() if root else (None, None)
+        _, data = share(_OK, skeleton, "sync")
+        if root:
+            share_blocks(blocks, "sync")  # straight from rank 0's live memory
+            return
+        loaded = self._load(data)
+        share_blocks(loaded.buffers, "sync")
+        loaded.finish()
+
+    def _receive(self, code: int, data, loaded: Optional[_Loaded], name: str):
+        """Rank 0's decision everywhere; on _RESET its filled blocks into every rank's
+        and the state applied: then the commit's meta (None when nothing applied)."""
+        code, data = share(code, data, name)
+        if code == _FAILED:
+            raise FlockElasticError(text(data))
+        if code != _RESET:
+            return None
+        if loaded is None:
+            loaded = self._load(data)
+        share_blocks(loaded.buffers, name)
+        try:  # the same on every rank: the same skeleton, the same program
+            loaded.finish()
+        except Exception as exc:
+            raise FlockElasticError(f"the commit does not fit this job's state: "
+                                    f"{type(exc).__name__}: {exc}") from exc
+        return loaded.meta
 
     # --- used by run() ------------------------------------------------------
     def _resume(self) -> bool:
         """Load the newest commit on every rank (True), or sync rank 0's state (False)."""
-        code, data = _OK, None
+        code, data, loaded, found = _OK, None, None, None
         if self._store is not None and basics.rank() == 0:
             try:
-                found = self._store.load_latest()
-            except FlockElasticError as exc:
-                code, data = _FAILED, str(exc).encode()
+                found = self._store.load_latest(self._loaded_buffers)
+            except Exception as exc:  # pylint: disable=broad-except  # every rank must hear
+                message = str(exc) if isinstance(exc, FlockElasticError) else \
+                    f"cannot restore the newest commit: {type(exc).__name__}: {exc}"
+                code, data = _FAILED, message.encode()
             else:
-                code, data = (_RESET, found.payload) if found is not None else (_OK, None)
-        code, data = share(code, data, "resume")
-        if code == _FAILED:
-            raise FlockElasticError(text(data))
-        if code == _OK:
-            self.sync()
-            if basics.rank() == 0:  # restore() before the first commit: this start
-                self._saved = self._serialize({"world_size": basics.size(),
-                                               "state": self._snapshot()})
-            return False
-        commit = self._deserialize(data)
-        self._apply(commit["state"])
-        self._saved = data if basics.rank() == 0 else None
-        self.resumed_from = {k: v for k, v in commit.items() if k != "state"}
-        return True
+                if found is not None:
+                    code, data, loaded = _RESET, found.skeleton, found.loaded
+        self.resumed_from = self._receive(code, data, loaded, "resume")
+        if self.resumed_from is not None:
+            if found is not None:  # restore() reads it again rather than keep a copy
+                self._saved = _Kept(found.skeleton, path=found.path)
+            return True
+        self.sync()
+        if basics.rank() == 0:  # restore() before the first commit: this start
+            self._keep(*self._pack(world_size=basics.size()))
+        return False
+
+    def _loaded_buffers(self, skeleton):
+        loaded = self._load(skeleton)
+        return loaded, loaded.buffers
 
     def __repr__(self) -> str:
         shown: List[str] = [f"{name}={getattr(self, name)!r}" for name in self._names]

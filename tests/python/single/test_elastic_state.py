@@ -5,13 +5,14 @@ resize, State and TorchState commit/restore (flockrun --elastic's job side).
 import json
 import os
 
+import numpy as np
 import pytest
 import torch
 
 from flock import basics
 from flock.elastic import HostsUpdatedInterrupt, State
 from flock.elastic import _state as elastic_state
-from flock.elastic._commit_store import MAGIC, CommitStore, decode, encode
+from flock.elastic._commit_store import MAGIC, CommitStore
 from flock.errors import FlockElasticError
 from flock.torch._elastic_sampler import ElasticSampler, partition
 from flock.torch.elastic import TorchState
@@ -23,60 +24,106 @@ def commit_names(directory):
     return sorted(n for n in os.listdir(directory) if n.startswith("commit-"))
 
 
-def test_encode_decode_roundtrip():
-    for payload in (b"", b"x", bytes(range(256)) * 3):
-        assert decode(encode(payload)) == payload
-    assert encode(b"ab").startswith(MAGIC)
+def save(store, name, *blocks):
+    """A commit whose skeleton is its name and its blocks' sizes."""
+    skeleton = json.dumps([name, [len(b) for b in blocks]]).encode()
+    return store.save(skeleton, [np.frombuffer(b, dtype=np.uint8) for b in blocks])
+
+
+def into_fresh_buffers(skeleton):
+    name, sizes = json.loads(skeleton)
+    buffers = [np.full(n, 0xEE, dtype=np.uint8) for n in sizes]
+    return (name, buffers), buffers
+
+
+def load(store):
+    """(number, name, blocks as bytes) of the newest whole commit, or None."""
+    found = store.load_latest(into_fresh_buffers)
+    if found is None:
+        return None
+    name, buffers = found.loaded
+    return found.number, name, [b.tobytes() for b in buffers]
+
+
+def test_commit_file_layout(tmp_path):
+    path = save(CommitStore(str(tmp_path)), "s", b"abc", b"", b"defg")
+    with open(path, "rb") as handle:
+        data = handle.read()
+    skeleton = json.dumps(["s", [3, 0, 4]]).encode()
+    assert data.startswith(MAGIC)
+    assert data.endswith(skeleton + b"abcdefg")
+    assert len(data) == len(MAGIC) + 24 + len(skeleton) + 7
 
 
 def test_commit_save_and_load(tmp_path):
     store = CommitStore(str(tmp_path / "new"))
-    assert store.load_latest() is None
-    path = store.save(b"state one")
+    assert store.load_latest(into_fresh_buffers) is None
+    path = save(store, "one", b"state", bytes(range(256)) * 3)
     assert path == str(tmp_path / "new" / "commit-00000001.flock")
-    latest = store.load_latest()
-    assert (latest.number, latest.path, latest.payload) == (1, path, b"state one")
+    assert load(store) == (1, "one", [b"state", bytes(range(256)) * 3])
+    assert store.load_latest(into_fresh_buffers).path == path
 
 
 def test_only_the_newest_two_commits_are_kept(tmp_path):
     store = CommitStore(str(tmp_path))
     for i in range(1, 6):
-        store.save(b"state %d" % i)
+        save(store, f"state {i}", b"%d" % i)
     assert commit_names(tmp_path) == ["commit-00000004.flock", "commit-00000005.flock"]
-    assert store.load_latest().payload == b"state 5"
+    assert load(store) == (5, "state 5", [b"5"])
     assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
 
 
-def flip_payload_byte(data):
+def flip_last_byte(data):
     return data[:-1] + bytes([data[-1] ^ 0x01])
 
 
-@pytest.mark.parametrize("damage", [flip_payload_byte, lambda d: d[:-3], lambda d: d[:20],
+def flip_skeleton_byte(data):
+    at = len(MAGIC) + 24 + 2
+    return data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]
+
+
+@pytest.mark.parametrize("damage", [flip_last_byte, flip_skeleton_byte, lambda d: d[:-3],
+                                    lambda d: d + b"x", lambda d: d[:20],
                                     lambda d: b"X" + d[1:], lambda d: b""],
-                         ids=["flipped", "truncated", "header-cut", "magic", "empty"])
+                         ids=["data-flipped", "skeleton-flipped", "truncated", "longer",
+                              "header-cut", "magic", "empty"])
 def test_corrupt_newest_commit_falls_back_to_the_previous(tmp_path, capfd, damage):
     store = CommitStore(str(tmp_path))
-    store.save(b"good old state")
-    newest = store.save(b"newer state, damaged below")
+    save(store, "good old state", b"old data")
+    newest = save(store, "newer state, damaged below", b"new data!")
     with open(newest, "rb") as handle:
         data = handle.read()
     with open(newest, "wb") as handle:
         handle.write(damage(data))
-    latest = store.load_latest()
-    assert (latest.number, latest.payload) == (1, b"good old state")
+    assert load(store) == (1, "good old state", [b"old data"])
     err = capfd.readouterr().err
     assert "warning" in err and newest in err
     assert not os.path.exists(newest) and os.path.exists(newest + ".corrupt")
 
 
+def test_blocks_that_do_not_match_the_header_are_a_damaged_commit(tmp_path, capfd):
+    store = CommitStore(str(tmp_path))
+    save(store, "kept", b"k")
+    newest = save(store, "new", b"abcd")
+
+    def into_too_small(skeleton):
+        buffers = [np.empty(3, dtype=np.uint8)]
+        return buffers, buffers
+
+    with pytest.raises(FlockElasticError, match="describes 3 bytes of data, its header says"):
+        store.load_latest(into_too_small)  # both commits hold 4 and 1 bytes
+    assert os.path.exists(newest + ".corrupt")
+    capfd.readouterr()
+
+
 def test_every_commit_corrupt_is_an_error(tmp_path, capfd):
     store = CommitStore(str(tmp_path))
-    paths = [store.save(b"a"), store.save(b"b")]
+    paths = [save(store, "a"), save(store, "b")]
     for path in paths:
         with open(path, "r+b") as handle:
             handle.write(b"garbage")
     with pytest.raises(FlockElasticError) as err:
-        store.load_latest()
+        store.load_latest(into_fresh_buffers)
     assert all(p in str(err.value) for p in paths) and ".corrupt" in str(err.value)
     capfd.readouterr()
 
@@ -85,22 +132,22 @@ def test_save_where_no_directory_can_be_made(tmp_path):
     (tmp_path / "file").write_text("a regular file")
     store = CommitStore(str(tmp_path / "file" / "sub"))
     with pytest.raises(FlockElasticError, match="there is no earlier commit"):
-        store.save(b"x")
+        save(store, "x")
 
 
 def test_failed_save_keeps_the_previous_commit(tmp_path):
     store = CommitStore(str(tmp_path))
-    previous = store.save(b"kept state")
+    previous = save(store, "kept state", b"kept")
     with open(previous, "rb") as handle:
         before = handle.read()
     (tmp_path / ".commit-00000002.flock.tmp").mkdir()  # the temporary file cannot be written
     with pytest.raises(FlockElasticError) as err:
-        store.save(b"lost state")
+        save(store, "lost state")
     assert f"the previous commit {previous} is kept" in str(err.value)
     with open(previous, "rb") as handle:
         assert handle.read() == before
     assert commit_names(tmp_path) == ["commit-00000001.flock"]
-    assert store.load_latest().payload == b"kept state"
+    assert load(store) == (1, "kept state", [b"kept"])
 
 
 # partition -----------------------------------------------------------------------------
@@ -228,6 +275,7 @@ def flock_up(monkeypatch):
     monkeypatch.setattr(basics, "is_initialized", lambda: True)
     monkeypatch.setattr(elastic_state, "share", lambda code, data, name: (
         code, memoryview(b"" if data is None else data).cast("B")))
+    monkeypatch.setattr(elastic_state, "share_blocks", lambda buffers, name: None)
 
 
 @pytest.fixture
@@ -384,3 +432,107 @@ def test_torch_state_restores_weights_and_momentum(monkeypatch, tmp_path, flock_
         assert all(torch.equal(a, b) for a, b in zip(other.state_dict().values(), weights))
         assert all(torch.equal(a, b) for a, b in zip(momentum_buffers(other_optimizer), buffers))
         assert other_optimizer.param_groups[0]["lr"] == 0.1
+
+
+class Net(torch.nn.Module):
+    """Parameters, a batch norm (an int64 0-d counter among its buffers) and a
+    bfloat16 buffer: the kinds of tensor a state_dict holds."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 4)
+        self.norm = torch.nn.BatchNorm1d(4)
+        self.register_buffer("scale", torch.ones(2, dtype=torch.bfloat16))
+
+    def forward(self, x):
+        return self.norm(self.linear(x)) * self.scale[0].float()
+
+
+def trained_net(seed):
+    torch.manual_seed(seed)
+    net = Net()
+    optimizer = torch.optim.Adam(net.parameters(), lr=0.01)
+    for _ in range(2):
+        optimizer.zero_grad()
+        net(torch.randn(8, 3)).pow(2).sum().backward()
+        optimizer.step()
+    with torch.no_grad():
+        net.scale.fill_(seed + 0.5)
+    return net, optimizer
+
+
+def optimizer_tensors(optimizer):
+    return [t.clone() for entry in optimizer.state_dict()["state"].values()
+            for t in entry.values() if isinstance(t, torch.Tensor)]
+
+
+def same_tensors(a, b):
+    return len(a) == len(b) and all(x.dtype == y.dtype and torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_resume_reads_into_the_live_model_and_optimizer(elastic_dir):
+    net, optimizer = trained_net(1)
+    extra = torch.arange(6.0).reshape(2, 3).t()  # not contiguous: a value, copied
+    TorchState(net, optimizer, step=3, extra=extra).commit()
+    model_expected = [t.clone() for t in net.state_dict().values()]
+    optimizer_expected = optimizer_tensors(optimizer)
+
+    fresh, fresh_optimizer = trained_net(2)  # other weights, its own optimizer state
+    addresses = [t.data_ptr() for t in fresh.state_dict().values()]
+    state = TorchState(fresh, fresh_optimizer, step=0, extra=None)
+    assert state._resume() and state.step == 3
+    assert torch.equal(state.extra, extra)
+    assert same_tensors(list(fresh.state_dict().values()), model_expected)
+    assert [t.data_ptr() for t in fresh.state_dict().values()] == addresses  # in place
+    assert same_tensors(optimizer_tensors(fresh_optimizer), optimizer_expected)
+    assert fresh.norm.num_batches_tracked.item() == 2
+
+
+def test_resume_after_a_damaged_newest_commit_takes_the_previous_one(elastic_dir, capfd):
+    net, optimizer = trained_net(1)
+    state = TorchState(net, optimizer, step=1)
+    state.commit()
+    expected = [t.clone() for t in net.state_dict().values()]
+    with torch.no_grad():
+        net.linear.weight.add_(1.0)
+    state.step = 2
+    state.commit()
+    newest = os.path.join(elastic_dir, commit_names(elastic_dir)[-1])
+    with open(newest, "r+b") as handle:  # the data's first bytes: the first weight's
+        handle.seek(-(sum(t.numel() * t.element_size() for t in expected) +
+                      sum(t.numel() * t.element_size() for t in optimizer_tensors(optimizer))),
+                    os.SEEK_END)
+        handle.write(b"\xff" * 8)
+    fresh, fresh_optimizer = trained_net(2)
+    resumed = TorchState(fresh, fresh_optimizer, step=0)
+    assert resumed._resume() and resumed.step == 1
+    assert same_tensors(list(fresh.state_dict().values()), expected)
+    assert "checksum of its data" in capfd.readouterr().err
+
+
+def test_resume_into_a_model_of_other_shapes_is_a_clear_error(elastic_dir):
+    TorchState(torch.nn.Linear(3, 4)).commit()
+    other = torch.nn.Linear(3, 5)
+    with pytest.raises(FlockElasticError, match="(?s)does not fit.*size mismatch for weight"):
+        TorchState(other)._resume()
+
+
+def test_restore_after_resume_reads_the_commit_again(elastic_dir):
+    net, optimizer = trained_net(1)
+    TorchState(net, optimizer, step=4).commit()
+    expected = [t.clone() for t in net.state_dict().values()]
+    state = TorchState(net, optimizer, step=0)
+    assert state._resume()
+    with torch.no_grad():
+        net.linear.weight.zero_()
+    state.step = 9
+    state.restore()
+    assert state.step == 4 and same_tensors(list(net.state_dict().values()), expected)
+
+
+def test_sync_without_other_ranks_keeps_the_state(no_elastic_dir):
+    net, optimizer = trained_net(1)
+    expected = [t.clone() for t in net.state_dict().values()]
+    state = TorchState(net, optimizer, step=5)
+    state.sync()
+    assert state.step == 5 and same_tensors(list(net.state_dict().values()), expected)
