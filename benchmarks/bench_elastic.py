@@ -253,7 +253,7 @@ def print_tables(records, commits):
               f"{median(rows, 'readinto_cold_s'):.3f} | "
               f"{'yes' if all(r['dropped'] for r in rows) else 'no'} |")
     print("\n### Commit on rank 0 (medians over every commit; seconds)\n")
-    print("| state | np | commits | commit | serialize | write + fsync |")
+    print("| state | np | commits | commit | pack + copy for restore() | write + fsync |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for (state, np_), rows in _groups(commits):
         print(f"| {state} | {np_} | {len(rows)} | {median(rows, 'commit_s'):.3f} | "

@@ -12,9 +12,10 @@ job and the driver: the same machine):
   torch and flock (``imported``); ``init``: after ``bf.init()``;
 - ``ready``: the state is built, ``train(state)`` is being called (the restore follows);
 - ``train``: the first line inside ``train``: the state is restored; with the time
-  spent reading and verifying the commit into the model (rank 0, ``load_s``, which
-  includes its own binding), broadcasting it (``share_s``), and unpickling the
-  skeleton, binding it to the model and optimizer and applying it (``apply_s``);
+  spent reading and verifying the commit's data into the model (rank 0, ``load_s``;
+  rank 0 broadcasts what it has read meanwhile), in the library's broadcasts
+  (``share_s``: the skeleton, the decisions, waiting for the blocks), and unpickling
+  the skeleton, binding it to the model and optimizer and applying it (``apply_s``);
 - ``commit``: after each ``state.commit()``: its time (``commit_s``), of which
   packing and copying for restore() (``serialize_s``) and, on rank 0, writing and
   fsyncing (``save_s``);
@@ -39,7 +40,8 @@ import signal  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
-import flock.elastic._state as state_module  # noqa: E402  (timed, see timed_share)
+import flock.elastic._commit_store as commit_store  # noqa: E402  (timed, see make_state)
+import flock.elastic._state as state_module  # noqa: E402  (timed, see make_state)
 import flock.torch as bf  # noqa: E402
 
 T_IMPORTED = time.time()
@@ -142,8 +144,8 @@ def make_state(args):
     # The library's broadcast and the commit store, timed from the outside.
     state_module.share = timed("share_s", state_module.share)
     state_module.share_blocks = timed("share_s", state_module.share_blocks)
-    if state._store is not None:
-        state._store.load_latest = timed("load_s", state._store.load_latest)
+    if state._store is not None:  # rank 0's read of the data (the broadcast overlaps it)
+        commit_store.OpenCommit.read_data = timed("load_s", commit_store.OpenCommit.read_data)
         state._store.save = timed("save_s", state._store.save)
     return state, optimizer
 

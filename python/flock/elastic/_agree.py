@@ -34,16 +34,44 @@ def share(code: int, data, name: str) -> Tuple[int, memoryview]:
     return code, memoryview(data).cast("B") if root else memoryview(payload)
 
 
-def share_blocks(buffers: Sequence[np.ndarray], name: str) -> None:
+class BlockBroadcast:
     """Rank 0's bytes into every rank's buffers, in place (collective; every rank
-    passes buffers of the same sizes, in the same order). All broadcasts are in
-    flight at once, so the engine fuses them; nothing is allocated for the data."""
-    if basics.size() == 1:
-        return
-    handles = [_ops.broadcast_nonblocking_(buffer, 0, name=f"flock.elastic.{name}.block{i}")
-               for i, buffer in enumerate(buffers) if buffer.nbytes]
-    for handle in handles:
-        _ops.synchronize(handle)
+    passes buffers of the same sizes, in the same order). Nothing is allocated for the
+    data. Rank 0 may post its blocks as they become ready (``ready``: while it reads a
+    commit), in batches of at least ``batch_bytes``: each post is one negotiation
+    among the ranks, too slow to pay per tensor. The others post them all at once."""
+
+    def __init__(self, buffers: Sequence[np.ndarray], name: str,
+                 batch_bytes: int = 16 << 20) -> None:
+        self._buffers, self._name, self._batch_bytes = buffers, name, batch_bytes
+        self._handles, self._posted, self._seen, self._waiting = [], 0, 0, 0
+        self._alone = basics.size() == 1
+
+    def ready(self, count: int) -> None:
+        """The first ``count`` buffers are filled: post them once enough wait."""
+        self._waiting += sum(b.nbytes for b in self._buffers[self._seen:count])
+        self._seen = max(self._seen, count)
+        if self._waiting >= self._batch_bytes:
+            self._post_through(count)
+
+    def _post_through(self, count: int) -> None:
+        for i in range(self._posted, count):
+            if self._buffers[i].nbytes and not self._alone:
+                self._handles.append(_ops.broadcast_nonblocking_(
+                    self._buffers[i], 0, name=f"flock.elastic.{self._name}.block{i}"))
+        self._posted, self._waiting = max(self._posted, count), 0
+
+    def finish(self) -> None:
+        """Post the rest, then wait for every block."""
+        self._post_through(len(self._buffers))
+        for handle in self._handles:
+            _ops.synchronize(handle)
+        self._handles = []
+
+
+def share_blocks(buffers: Sequence[np.ndarray], name: str) -> None:
+    """Every buffer broadcast from rank 0, in place (see BlockBroadcast)."""
+    BlockBroadcast(buffers, name).finish()
 
 
 def text(view) -> str:

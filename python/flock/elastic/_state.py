@@ -4,7 +4,8 @@
 ``state.epoch``, lists, dicts). A value with ``state_dict``/``load_state_dict``
 (a sampler, a learning-rate scheduler) is saved through them. Subclasses add
 framework objects (flock.torch.elastic.TorchState: a model and an optimizer)
-by overriding ``_snapshot``/``_apply`` and the serializer.
+by overriding ``_snapshot``/``_apply`` and the block hooks (``_block_of``,
+``_new_block``, ``_bind``: tensors stored as raw bytes, restored in place).
 
 - ``commit()``: this state becomes the one ``restore()`` returns to; under
   ``flockrun --elastic`` rank 0 also writes it to disk atomically, and every rank
@@ -14,6 +15,7 @@ by overriding ``_snapshot``/``_apply`` and the serializer.
 - ``sync()``: rank 0's state on every rank.
 """
 
+import itertools
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -22,8 +24,8 @@ import numpy as np
 
 from flock import basics
 from flock.elastic import _control
-from flock.elastic._agree import share, share_blocks, text
-from flock.elastic._commit_store import CommitStore, read_data
+from flock.elastic._agree import BlockBroadcast, share, share_blocks, text
+from flock.elastic._commit_store import CommitStore, CorruptCommit, read_data
 from flock.elastic._packing import no_blocks, pack, refuse_blocks, unpack
 from flock.errors import FlockElasticError
 
@@ -202,9 +204,9 @@ class State:
         if root:
             share_blocks(blocks, "sync")  # straight from rank 0's live memory
             return
-        loaded = self._load(data)
+        loaded = _fitted(self._load, data)
         share_blocks(loaded.buffers, "sync")
-        loaded.finish()
+        _apply_loaded(loaded)
 
     def _receive(self, code: int, data, loaded: Optional[_Loaded], name: str):
         """Rank 0's decision everywhere; on _RESET its filled blocks into every rank's
@@ -215,46 +217,91 @@ class State:
         if code != _RESET:
             return None
         if loaded is None:
-            loaded = self._load(data)
+            loaded = _fitted(self._load, data)
         share_blocks(loaded.buffers, name)
-        try:  # the same on every rank: the same skeleton, the same program
-            loaded.finish()
-        except Exception as exc:
-            raise FlockElasticError(f"the commit does not fit this job's state: "
-                                    f"{type(exc).__name__}: {exc}") from exc
+        _apply_loaded(loaded)
         return loaded.meta
 
     # --- used by run() ------------------------------------------------------
     def _resume(self) -> bool:
-        """Load the newest commit on every rank (True), or sync rank 0's state (False)."""
-        code, data, loaded, found = _OK, None, None, None
-        if self._store is not None and basics.rank() == 0:
-            try:
-                found = self._store.load_latest(self._loaded_buffers)
-            except Exception as exc:  # pylint: disable=broad-except  # every rank must hear
-                message = str(exc) if isinstance(exc, FlockElasticError) else \
-                    f"cannot restore the newest commit: {type(exc).__name__}: {exc}"
-                code, data = _FAILED, message.encode()
-            else:
-                if found is not None:
-                    code, data, loaded = _RESET, found.skeleton, found.loaded
-        self.resumed_from = self._receive(code, data, loaded, "resume")
-        if self.resumed_from is not None:
-            if found is not None:  # restore() reads it again rather than keep a copy
-                self._saved = _Kept(found.skeleton, path=found.path)
-            return True
+        """Load the newest whole commit on every rank (True), or sync rank 0's state
+        (False).
+
+        Rank 0 shares a commit's skeleton first, so that every rank binds it to its
+        objects while rank 0 reads the data, and it broadcasts each block as soon as
+        it is read. The data's checksum is known only at its end: a damaged commit is
+        then set aside and every rank goes on to the one before it, over whatever the
+        damaged one left."""
+        root = basics.rank() == 0
+        commits = self._store.whole_commits() if root and self._store is not None else None
+        for attempt in itertools.count():
+            name = f"resume{attempt}"
+            code, data, commit = self._next_commit(commits) if root else (_OK, None, None)
+            code, data = share(code, data, name)
+            if code == _FAILED:
+                raise FlockElasticError(text(data))
+            if code == _OK:
+                break
+            loaded = _fitted(self._load, data)
+            damage = _read_and_share(loaded, commit, name)
+            verdict, why = share(_FAILED if damage else _OK, damage, name + ".verdict")
+            if verdict == _OK:
+                _apply_loaded(loaded)
+                self.resumed_from = loaded.meta
+                if root:  # restore() reads it again rather than keep a copy
+                    self._saved = _Kept(commit.skeleton, path=commit.path)
+                    commits.close()
+                return True
+            if root:
+                self._store.set_aside(commit.path, text(why))
         self.sync()
-        if basics.rank() == 0:  # restore() before the first commit: this start
+        if root:  # restore() before the first commit: this start
             self._keep(*self._pack(world_size=basics.size()))
         return False
 
-    def _loaded_buffers(self, skeleton):
-        loaded = self._load(skeleton)
-        return loaded, loaded.buffers
+    def _next_commit(self, commits):
+        """Rank 0: (code, data, commit) for the next whole commit to try."""
+        try:
+            commit = next(commits, None) if commits is not None else None
+        except FlockElasticError as exc:
+            return _FAILED, str(exc).encode(), None
+        if commit is not None:
+            return _RESET, commit.skeleton, commit
+        error = self._store.no_commit_error() if self._store is not None else None
+        return (_FAILED, str(error).encode(), None) if error else (_OK, None, None)
 
     def __repr__(self) -> str:
         shown: List[str] = [f"{name}={getattr(self, name)!r}" for name in self._names]
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+def _fitted(func, *args):
+    """func(*args), its error named as a commit that does not fit (every rank has the
+    same skeleton and runs the same program, so every rank raises it)."""
+    try:
+        return func(*args)
+    except Exception as exc:
+        raise FlockElasticError(f"the commit does not fit this job's state: "
+                                f"{type(exc).__name__}: {exc}") from exc
+
+
+def _apply_loaded(loaded: _Loaded) -> None:
+    _fitted(loaded.finish)
+
+
+def _read_and_share(loaded: _Loaded, commit, name: str) -> Optional[bytes]:
+    """Rank 0 (holding ``commit``) reads its data into the bound buffers, broadcasting
+    each block once read; the others receive. Rank 0's reason when the data is
+    damaged (the blocks are broadcast all the same: every rank waits for them)."""
+    sender = BlockBroadcast(loaded.buffers, name)
+    damage = None
+    if commit is not None:
+        try:
+            commit.read_data(loaded.buffers, progress=sender.ready)
+        except (OSError, CorruptCommit) as exc:
+            damage = str(exc).encode()
+    sender.finish()
+    return damage
 
 
 class ObjectState(State):
