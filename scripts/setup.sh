@@ -18,6 +18,8 @@ packages=(
   openmpi-bin libopenmpi-dev
   python3 python3-dev python3-venv python3-pip python3-setuptools python3-wheel
   pybind11-dev python3-pybind11 libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # the topology library's sparse eigenvalue solver (header-only, on Eigen)
+  libspectra-dev
   libdlpack-dev nlohmann-json3-dev
   python3-numpy python3-torch python3-pytest python3-pytest-timeout python3-networkx python3-mpi4py
   # setup.py's "examples" extra, from Debian: the main job needs torch and scikit-learn; the

@@ -11,6 +11,7 @@
 // Errors: a topology::TopologyError (bad size, node out of range, negative or
 // non-finite weight, malformed file) becomes flock.errors.
 // FlockInvalidArgumentError carrying the same message.
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -103,6 +104,17 @@ void BindGenerators(py::module_& t) {
   t.def("FullyConnectedGraph", &FullyConnectedGraph, py::arg("size"));
 }
 
+// The Python spelling of SpectralMethod; ValueError names the choices.
+topology::SpectralMethod SpectralMethodNamed(const std::string& name) {
+  using topology::SpectralMethod;
+  if (name == "auto") return SpectralMethod::kAuto;
+  if (name == "dense") return SpectralMethod::kDense;
+  if (name == "circulant") return SpectralMethod::kCirculant;
+  if (name == "sparse") return SpectralMethod::kSparse;
+  throw py::value_error("method must be 'auto', 'dense', 'circulant' or 'sparse', got '" + name +
+                        "'");
+}
+
 void BindAnalysis(py::module_& t) {
   using namespace topology;
   t.def("is_row_stochastic", &is_row_stochastic, py::arg("g"), py::arg("tol") = kDefaultTolerance);
@@ -122,10 +134,24 @@ void BindAnalysis(py::module_& t) {
       "get_send_weights",
       [](const Graph& g, int rank) { return WeightsTuple(get_send_weights(g, rank)); },
       py::arg("g"), py::arg("rank"));
-  t.def("second_largest_eigenvalue_modulus", &second_largest_eigenvalue_modulus, py::arg("g"));
-  t.def("spectral_gap", &spectral_gap, py::arg("g"));
-  t.def("predicted_consensus_iterations", &predicted_consensus_iterations, py::arg("g"),
-        py::arg("eps"));
+  t.def(
+      "second_largest_eigenvalue_modulus",
+      [](const Graph& g, const std::string& method) {
+        return second_largest_eigenvalue_modulus(g, SpectralMethodNamed(method));
+      },
+      py::arg("g"), py::arg("method") = "auto");
+  t.def(
+      "spectral_gap",
+      [](const Graph& g, const std::string& method) {
+        return spectral_gap(g, SpectralMethodNamed(method));
+      },
+      py::arg("g"), py::arg("method") = "auto");
+  t.def(
+      "predicted_consensus_iterations",
+      [](const Graph& g, double eps, const std::string& method) {
+        return predicted_consensus_iterations(g, eps, SpectralMethodNamed(method));
+      },
+      py::arg("g"), py::arg("eps"), py::arg("method") = "auto");
 }
 
 void BindFiles(py::module_& t) {

@@ -4,9 +4,11 @@
 // A schedule answers, for iteration k >= 0 and node r, to whom r sends and from
 // whom it receives (sorted lists without r). Python's Bluefog-style generators
 // (GetDynamicOnePeerSendRecvRanks, ...) iterate k over these objects.
+#include <pybind11/eigen.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "flock/topology/consensus.h"
 #include "flock/topology/hierarchical_schedules.h"
 #include "flock/topology/one_peer.h"
 #include "flock/topology/schedule.h"
@@ -14,6 +16,42 @@
 namespace py = pybind11;
 
 namespace flock {
+
+namespace {
+
+// (iterations, converged, errors) of a run, the errors as a list of floats.
+py::tuple RunTuple(const topology::ConsensusRun& run) {
+  return py::make_tuple(run.iterations, run.converged, run.errors);
+}
+
+void BindConsensus(py::module_& t) {
+  using namespace topology;
+  t.def("random_start", &random_start, py::arg("size"), py::arg("seed"));
+  t.def(
+      "run_consensus",
+      [](const Graph& g, const Eigen::VectorXd& x0, double eps, std::int64_t max_iterations) {
+        ConsensusRun run;
+        {
+          py::gil_scoped_release release;  // minutes at a million nodes
+          run = run_consensus(g, x0, eps, max_iterations);
+        }
+        return RunTuple(run);
+      },
+      py::arg("g"), py::arg("x0"), py::arg("eps"), py::arg("max_iterations"));
+  t.def(
+      "run_schedule_consensus",
+      [](const DynamicSchedule& s, const Eigen::VectorXd& x0, double eps,
+         std::int64_t max_iterations) {
+        return RunTuple(run_consensus(s, x0, eps, max_iterations));
+      },
+      py::arg("schedule"), py::arg("x0"), py::arg("eps"), py::arg("max_iterations"));
+  t.def("period_second_eigenvalue_modulus", &period_second_eigenvalue_modulus, py::arg("schedule"),
+        py::arg("period"));
+  t.def("predicted_periodic_consensus_iterations", &predicted_periodic_consensus_iterations,
+        py::arg("schedule"), py::arg("period"), py::arg("eps"));
+}
+
+}  // namespace
 
 void BindTopologySchedules(py::module_& t) {
   using namespace topology;
@@ -52,6 +90,7 @@ void BindTopologySchedules(py::module_& t) {
       .def(py::init<int, int>(), py::arg("world_size"), py::arg("local_size"));
 
   t.def("transpose_rank_lists", &transpose_rank_lists, py::arg("lists"));
+  BindConsensus(t);
 }
 
 }  // namespace flock

@@ -1,7 +1,8 @@
 // topology_experiment: how fast average consensus runs on each topology, measured
 // and predicted from the spectrum. No MPI: every node is simulated in-process.
 //
-//   topology_experiment [--csv FILE] [--eps 1e-6] [--seed 2024] [--sizes 8,16,32,64] [--check]
+//   topology_experiment [--csv FILE] [--eps 1e-6] [--seed 2024] [--sizes 8,16,32,64]
+//                       [--max-steps 100000] [--check]
 //
 // For each size n and each of Bluefog's generators (plus the one-peer dynamic
 // schedule on ExponentialTwoGraph(n)) it prints
@@ -12,9 +13,19 @@
 //   measured   steps x <- W^T x from a fixed random start until the distance to
 //              the average has shrunk by eps (flock/topology/consensus.h),
 //   predicted  ceil(log eps / log |lambda_2|) (whole periods for the dynamic one),
-//   agrees     whether measured and predicted agree within the tolerance of
-//              consensus_matches_prediction (dynamic: measured <= predicted).
-// --csv also writes the rows to FILE; --check exits 1 when a row disagrees.
+//   result     "yes" when measured and predicted agree within the tolerance of
+//              consensus_matches_prediction (dynamic: measured <= predicted),
+//              "NO" when they do not, "capped" when the prediction is beyond
+//              --max-steps (the run is not simulated: said, not counted as a
+//              disagreement), "never" when the spectrum says consensus is never
+//              reached, and "error: ..." when the spectrum cannot be had,
+//   seconds    the row's wall time (graph, spectrum and run),
+//   MB         the process's resident memory at the end of the row, the row's
+//              graph still alive.
+// Sizes up to 10^6 finish: circulant graphs' spectra are exact and O(n d), the
+// runs use every core (docs/performance/topology.md has the numbers).
+// --csv also writes the rows to FILE; --check exits 1 when a row says NO.
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -37,6 +48,7 @@ struct Options {
   double eps = 1e-6;
   std::uint32_t seed = 2024;
   std::vector<int> sizes = {8, 16, 32, 64};
+  std::int64_t max_steps = 100000;
   bool check = false;
 };
 
@@ -47,10 +59,18 @@ struct Row {
   double gap = 0.0;
   std::int64_t measured = -1;   // -1: did not converge
   std::int64_t predicted = -1;  // -1: never
-  bool agrees = false;
+  std::string result;           // yes, NO, capped, never, error: ...
+  double seconds = 0.0;
+  double megabytes = 0.0;
 };
 
-constexpr std::int64_t kMaxIterations = 1000000;
+// Resident memory of this process in MB (Linux), 0 when it cannot be read.
+double resident_megabytes() {
+  std::ifstream statm("/proc/self/statm");
+  long long pages_total = 0, pages_resident = 0;
+  if (!(statm >> pages_total >> pages_resident)) return 0.0;
+  return static_cast<double>(pages_resident) * 4096.0 / 1e6;
+}
 
 int max_out_degree(const topo::Graph& g) {
   int degree = 0;
@@ -58,14 +78,25 @@ int max_out_degree(const topo::Graph& g) {
   return degree;
 }
 
+// A simulated row's verdict: its counts agree within the tolerance that
+// applies (agree), or not; a run that did not reach eps within a cap the
+// prediction fits in disagrees too.
+std::string verdict(const Row& r, bool agree) {
+  return r.measured >= 0 && agree ? "yes" : "NO";
+}
+
 Row static_row(int n, const std::string& name, const topo::Graph& g, const Options& options) {
   Row row{n, name, max_out_degree(g), topo::spectral_gap(g)};
-  const topo::ConsensusRun run =
-      topo::run_consensus(g, topo::random_start(n, options.seed), options.eps, kMaxIterations);
-  row.measured = run.converged ? run.iterations : -1;
   row.predicted = topo::predicted_consensus_iterations(g, options.eps).value_or(-1);
-  row.agrees = row.measured >= 0 && row.predicted >= 0 &&
-               topo::consensus_matches_prediction(row.measured, row.predicted, options.eps);
+  if (row.predicted < 0 || row.predicted > options.max_steps) {  // said, not simulated
+    row.result = row.predicted < 0 ? "never" : "capped";
+    return row;
+  }
+  const topo::ConsensusRun run = topo::run_consensus(g, topo::random_start(n, options.seed),
+                                                     options.eps, options.max_steps + 2);
+  row.measured = run.converged ? run.iterations : -1;
+  row.result =
+      verdict(row, topo::consensus_matches_prediction(row.measured, row.predicted, options.eps));
   return row;
 }
 
@@ -78,52 +109,84 @@ Row one_peer_row(int n, const Options& options) {
   const double lambda2 = topo::period_second_eigenvalue_modulus(schedule, period);
   Row row{n, "DynamicOnePeer(ExponentialTwo)", n > 1 ? 1 : 0,
           1.0 - std::pow(lambda2, 1.0 / static_cast<double>(period))};
-  const topo::ConsensusRun run = topo::run_consensus(schedule, topo::random_start(n, options.seed),
-                                                     options.eps, kMaxIterations);
-  row.measured = run.converged ? run.iterations : -1;
   row.predicted =
       topo::predicted_periodic_consensus_iterations(schedule, period, options.eps).value_or(-1);
-  row.agrees = row.measured >= 0 && row.predicted >= 0 && row.measured <= row.predicted;
+  if (row.predicted < 0 || row.predicted > options.max_steps) {
+    row.result = row.predicted < 0 ? "never" : "capped";
+    return row;
+  }
+  const topo::ConsensusRun run = topo::run_consensus(schedule, topo::random_start(n, options.seed),
+                                                     options.eps, options.max_steps + 2);
+  row.measured = run.converged ? run.iterations : -1;
+  row.result = verdict(row, row.measured <= row.predicted);
+  return row;
+}
+
+// One row, timed; a spectrum that cannot be had is said in the row.
+Row timed_row(int n, const std::string& name, const std::function<Row()>& make) {
+  const auto start = std::chrono::steady_clock::now();
+  Row row;
+  try {
+    row = make();
+  } catch (const topo::TopologyError& error) {
+    row = Row{n, name};
+    row.result = std::string("error: ") + error.what();
+  }
+  row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  row.megabytes = resident_megabytes();
   return row;
 }
 
 std::vector<Row> run_all(const Options& options) {
+  using Make = std::function<topo::Graph(int)>;
+  const std::vector<std::pair<std::string, Make>> generators = {
+      {"ExponentialTwoGraph", [](int n) { return topo::ExponentialTwoGraph(n); }},
+      {"ExponentialGraph(base 3)", [](int n) { return topo::ExponentialGraph(n, 3); }},
+      {"SymmetricExponentialGraph", [](int n) { return topo::SymmetricExponentialGraph(n); }},
+      {"MeshGrid2DGraph", [](int n) { return topo::MeshGrid2DGraph(n); }},
+      {"StarGraph", [](int n) { return topo::StarGraph(n); }},
+      {"RingGraph(style 0)", [](int n) { return topo::RingGraph(n, 0); }},
+      {"RingGraph(style 2)", [](int n) { return topo::RingGraph(n, 2); }},
+      {"FullyConnectedGraph", [](int n) { return topo::FullyConnectedGraph(n); }}};
   std::vector<Row> rows;
   for (int n : options.sizes) {
-    rows.push_back(static_row(n, "ExponentialTwoGraph", topo::ExponentialTwoGraph(n), options));
-    rows.push_back(
-        static_row(n, "ExponentialGraph(base 3)", topo::ExponentialGraph(n, 3), options));
-    rows.push_back(
-        static_row(n, "SymmetricExponentialGraph", topo::SymmetricExponentialGraph(n), options));
-    rows.push_back(static_row(n, "MeshGrid2DGraph", topo::MeshGrid2DGraph(n), options));
-    rows.push_back(static_row(n, "StarGraph", topo::StarGraph(n), options));
-    rows.push_back(static_row(n, "RingGraph(style 0)", topo::RingGraph(n, 0), options));
-    rows.push_back(static_row(n, "RingGraph(style 2)", topo::RingGraph(n, 2), options));
-    rows.push_back(static_row(n, "FullyConnectedGraph", topo::FullyConnectedGraph(n), options));
-    rows.push_back(one_peer_row(n, options));
+    for (const auto& [name, make] : generators) {
+      if (name == "FullyConnectedGraph" && n > 4096) continue;  // n^2 edges
+      rows.push_back(timed_row(n, name, [&, n] { return static_row(n, name, make(n), options); }));
+      std::fflush(stdout);
+    }
+    rows.push_back(timed_row(n, "DynamicOnePeer(ExponentialTwo)",
+                             [&, n] { return one_peer_row(n, options); }));
   }
   return rows;
 }
 
 void print_table(const std::vector<Row>& rows, const Options& options) {
-  std::printf("average consensus to relative error %g, start: uniform [-1, 1) with seed %u\n",
-              options.eps, options.seed);
-  std::printf("%4s  %-32s %6s %9s %9s %9s  %s\n", "n", "topology", "degree", "gap", "measured",
-              "predicted", "agrees");
+  std::printf(
+      "average consensus to relative error %g, start: uniform [-1, 1) with seed %u, "
+      "at most %lld steps\n",
+      options.eps, options.seed, static_cast<long long>(options.max_steps));
+  std::printf("%7s  %-32s %6s %9s %9s %9s %8s %7s  %s\n", "n", "topology", "degree", "gap",
+              "measured", "predicted", "seconds", "MB", "result");
   for (const Row& r : rows) {
-    std::printf("%4d  %-32s %6d %9.5f %9lld %9lld  %s\n", r.n, r.name.c_str(), r.degree, r.gap,
-                static_cast<long long>(r.measured), static_cast<long long>(r.predicted),
-                r.agrees ? "yes" : "NO");
+    std::string result = r.result;
+    if (result == "capped") {
+      result = "capped: predicted " + std::to_string(r.predicted) + " steps, more than " +
+               std::to_string(options.max_steps) + ": not simulated";
+    }
+    std::printf("%7d  %-32s %6d %9.6f %9lld %9lld %8.2f %7.0f  %s\n", r.n, r.name.c_str(), r.degree,
+                r.gap, static_cast<long long>(r.measured), static_cast<long long>(r.predicted),
+                r.seconds, r.megabytes, result.c_str());
   }
 }
 
 bool write_csv(const std::vector<Row>& rows, const std::string& path) {
   std::ofstream out(path);
-  out << "n,topology,degree,spectral_gap,measured,predicted,agrees\n";
+  out << "n,topology,degree,spectral_gap,measured,predicted,result,seconds,resident_mb\n";
   out.precision(10);
   for (const Row& r : rows) {
     out << r.n << ",\"" << r.name << "\"," << r.degree << "," << r.gap << "," << r.measured << ","
-        << r.predicted << "," << (r.agrees ? 1 : 0) << "\n";
+        << r.predicted << ",\"" << r.result << "\"," << r.seconds << "," << r.megabytes << "\n";
   }
   return static_cast<bool>(out);
 }
@@ -149,9 +212,12 @@ bool parse_args(int argc, char** argv, Options* options) {
       options->seed = static_cast<std::uint32_t>(std::stoul(argv[++i]));
     } else if (arg == "--sizes" && has_value) {
       options->sizes = parse_sizes(argv[++i]);
+    } else if (arg == "--max-steps" && has_value) {
+      options->max_steps = std::stoll(argv[++i]);
     } else {
       std::cerr << "usage: " << argv[0]
-                << " [--csv FILE] [--eps 1e-6] [--seed 2024] [--sizes 8,16,32,64] [--check]\n";
+                << " [--csv FILE] [--eps 1e-6] [--seed 2024] [--sizes 8,16,32,64]"
+                   " [--max-steps 100000] [--check]\n";
       return false;
     }
   }
@@ -172,7 +238,7 @@ int main(int argc, char** argv) {
     }
     if (options.check) {
       for (const Row& r : rows) {
-        if (!r.agrees) return 1;
+        if (r.result == "NO" || r.result.rfind("error", 0) == 0) return 1;
       }
     }
   } catch (const std::exception& e) {  // TopologyError, std::stoi/stod

@@ -7,11 +7,14 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <thread>
+#include <vector>
 
 #include <Eigen/SparseCore>
 
 #include "check.h"
 #include "flock/topology/analysis.h"
+#include "spectral_solvers.h"
 
 namespace flock {
 namespace topology {
@@ -20,8 +23,6 @@ using detail::fail;
 
 namespace {
 
-constexpr double kEigenEpsilon = 1e-12;  // as in spectral.cc
-
 void check_run(const char* what, int size, const Eigen::VectorXd& x0, double eps,
                std::int64_t max_iterations) {
   if (x0.size() != size) fail(what, ": the start has ", x0.size(), " values for ", size, " nodes");
@@ -29,22 +30,25 @@ void check_run(const char* what, int size, const Eigen::VectorXd& x0, double eps
   if (max_iterations < 0) fail(what, ": max_iterations must be >= 0");
 }
 
-// Runs `step` (x -> next x at iteration k) until the error reaches eps.
-ConsensusRun run(const Eigen::VectorXd& x0, double eps, std::int64_t max_iterations,
-                 const std::function<Eigen::VectorXd(std::int64_t, const Eigen::VectorXd&)>& step) {
+// Runs `step` (x -> next x at iteration k, written into its second argument)
+// until the error reaches eps.
+ConsensusRun run(
+    const Eigen::VectorXd& x0, double eps, std::int64_t max_iterations,
+    const std::function<void(std::int64_t, const Eigen::VectorXd&, Eigen::VectorXd&)>& step) {
   ConsensusRun result;
-  const Eigen::VectorXd mean = Eigen::VectorXd::Constant(x0.size(), x0.mean());
-  const double start = (x0 - mean).norm();
+  const double mean = x0.mean();
+  const double start = (x0.array() - mean).matrix().norm();
   result.errors.push_back(1.0);
   if (start == 0.0) {
     result.converged = true;
     return result;
   }
-  Eigen::VectorXd x = x0;
+  Eigen::VectorXd x = x0, next(x0.size());
   while (result.iterations < max_iterations) {
-    x = step(result.iterations, x);
+    step(result.iterations, x, next);
+    x.swap(next);
     ++result.iterations;
-    result.errors.push_back((x - mean).norm() / start);
+    result.errors.push_back((x.array() - mean).matrix().norm() / start);
     if (result.errors.back() <= eps) {
       result.converged = true;
       break;
@@ -53,8 +57,29 @@ ConsensusRun run(const Eigen::VectorXd& x0, double eps, std::int64_t max_iterati
   return result;
 }
 
-Eigen::SparseMatrix<double> transposed_weights(const Graph& g) {
-  return Eigen::SparseMatrix<double>(g.to_sparse().transpose());
+// Below this many nonzeros a step is too short to pay for starting threads.
+constexpr Eigen::Index kThreadedNonzeros = Eigen::Index{1} << 20;
+
+// y <- M x, M's rows split over the cores when M is large.
+void mix(const detail::RowMajorSparse& m, const Eigen::VectorXd& x, Eigen::VectorXd& y) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (m.nonZeros() < kThreadedNonzeros || cores == 1) {
+    y.noalias() = m * x;
+    return;
+  }
+  std::vector<std::thread> workers;
+  const Eigen::Index rows = m.rows();
+  for (unsigned t = 0; t < cores; ++t) {
+    const Eigen::Index begin = rows * t / cores, end = rows * (t + 1) / cores;
+    workers.emplace_back([&m, &x, &y, begin, end] {
+      y.segment(begin, end - begin).noalias() = m.middleRows(begin, end - begin) * x;
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+}
+
+detail::RowMajorSparse transposed_weights(const Graph& g) {
+  return detail::RowMajorSparse(g.to_sparse().transpose());
 }
 
 }  // namespace
@@ -72,29 +97,42 @@ Eigen::VectorXd random_start(int size, std::uint32_t seed) {
 ConsensusRun run_consensus(const Graph& g, const Eigen::VectorXd& x0, double eps,
                            std::int64_t max_iterations) {
   check_run("run_consensus", g.size(), x0, eps, max_iterations);
-  const Eigen::SparseMatrix<double> wt = transposed_weights(g);
+  const detail::RowMajorSparse wt = transposed_weights(g);
   return run(x0, eps, max_iterations,
-             [&wt](std::int64_t, const Eigen::VectorXd& x) -> Eigen::VectorXd { return wt * x; });
+             [&wt](std::int64_t, const Eigen::VectorXd& x, Eigen::VectorXd& y) { mix(wt, x, y); });
 }
 
 ConsensusRun run_consensus(const DynamicSchedule& schedule, const Eigen::VectorXd& x0, double eps,
                            std::int64_t max_iterations) {
   check_run("run_consensus", schedule.size(), x0, eps, max_iterations);
   return run(x0, eps, max_iterations,
-             [&schedule](std::int64_t k, const Eigen::VectorXd& x) -> Eigen::VectorXd {
-               return transposed_weights(schedule.mixing_graph(k)) * x;
+             [&schedule](std::int64_t k, const Eigen::VectorXd& x, Eigen::VectorXd& y) {
+               mix(transposed_weights(schedule.mixing_graph(k)), x, y);
              });
 }
 
 double period_second_eigenvalue_modulus(const DynamicSchedule& schedule, std::int64_t period) {
-  if (period < 1) fail("period_second_eigenvalue_modulus: period must be >= 1, got ", period);
+  constexpr const char* kWhat = "period_second_eigenvalue_modulus";
+  if (period < 1) fail(kWhat, ": period must be >= 1, got ", period);
   const int n = schedule.size();
-  Eigen::MatrixXd product = Eigen::MatrixXd::Identity(n, n);
-  for (std::int64_t k = 0; k < period; ++k) {
-    product = schedule.mixing_graph(k).to_dense().transpose() * product;
+  if (n == 1) return 0.0;
+  if (n < 3 || n <= kDenseSpectralNodes) {
+    Eigen::MatrixXd product = Eigen::MatrixXd::Identity(n, n);
+    for (std::int64_t k = 0; k < period; ++k) {
+      product = schedule.mixing_graph(k).to_dense().transpose() * product;
+    }
+    return detail::dense_lambda2(product, kWhat);
   }
-  // Rounding can leave tiny negative entries; they are zeros.
-  return second_largest_eigenvalue_modulus(Graph::from_dense(product.cwiseMax(0.0)));
+  // One sparse step a mixing graph: the product is never formed (it fills in).
+  std::vector<detail::RowMajorSparse> steps;
+  for (std::int64_t k = 0; k < period; ++k) {
+    const Graph step = schedule.mixing_graph(k);
+    if (!is_column_stochastic(step)) {
+      fail(kWhat, ": the mixing graph of step ", k, " is not column-stochastic");
+    }
+    steps.emplace_back(step.to_sparse().transpose());
+  }
+  return detail::sparse_lambda2(steps, kWhat);
 }
 
 std::optional<std::int64_t> predicted_periodic_consensus_iterations(const DynamicSchedule& schedule,
@@ -104,11 +142,10 @@ std::optional<std::int64_t> predicted_periodic_consensus_iterations(const Dynami
     fail("predicted_periodic_consensus_iterations: eps must lie in (0, 1), got ", eps);
   }
   if (schedule.size() == 1) return 0;
-  const double lambda2 = period_second_eigenvalue_modulus(schedule, period);
-  if (lambda2 < kEigenEpsilon) return period;
-  if (lambda2 > 1.0 - kEigenEpsilon) return std::nullopt;
-  const double periods = std::ceil(std::log(eps) / std::log(lambda2));
-  return period * static_cast<std::int64_t>(std::max(1.0, periods));
+  const auto periods =
+      consensus_iterations_at_rate(period_second_eigenvalue_modulus(schedule, period), eps);
+  if (!periods) return std::nullopt;
+  return period * *periods;
 }
 
 bool consensus_matches_prediction(std::int64_t measured, std::int64_t predicted, double eps) {

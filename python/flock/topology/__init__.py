@@ -14,6 +14,10 @@ Bluefog's ``topology_util``, whose generators return networkx DiGraphs, is
 - Helpers: IsTopologyEquivalent, IsRegularGraph, GetRecvWeights, GetSendWeights.
 - Analysis: is_*_stochastic, is_strongly_connected, spectral_gap,
   predicted_consensus_iterations, ...; files: save_json / load_json.
+- Consensus simulated in-process at scale: run_consensus, random_start,
+  period_second_eigenvalue_modulus, predicted_periodic_consensus_iterations.
+- advise(size, local_size, intra, inter, bytes_per_step, compute_s): which method
+  reaches consensus soonest on a cluster (also ``python -m flock.topology.advise``).
 - Dynamic topologies: the Get*SendRecv*Ranks generators and the schedule objects
   behind them (DynamicOnePeer, ...); InferSourceFromDestinationRanks /
   InferDestinationFromSourceRanks (collective).
@@ -37,6 +41,17 @@ from flock.topology._dynamic import (  # noqa: F401
     GetExp2DynamicSendRecvMachineRanks, GetInnerOuterExpo2DynamicSendRecvRanks,
     GetInnerOuterRingDynamicSendRecvRanks, InnerOuterExpo2Dynamic, InnerOuterRingDynamic,
     Schedule)
+from flock.topology._consensus import (  # noqa: F401
+    ConsensusRun, period_second_eigenvalue_modulus, predicted_periodic_consensus_iterations,
+    random_start, run_consensus)
 from flock.topology._infer import (  # noqa: F401
     InferDestinationFromSourceRanks, InferSourceFromDestinationRanks)
 
+
+def __getattr__(name):
+    # advise() is imported on first use, so that ``python -m flock.topology.advise``
+    # does not find its module imported already by the package.
+    if name == "advise":
+        from flock.topology.advise import advise as function
+        return function
+    raise AttributeError(f"module 'flock.topology' has no attribute {name!r}")

@@ -147,19 +147,26 @@ def is_topology_equivalent(topo1, topo2, tol=DEFAULT_TOLERANCE):
     return _t.is_topology_equivalent(_graph(topo1), _graph(topo2), tol)
 
 
-def second_largest_eigenvalue_modulus(topo):
-    """|lambda_2| of W (0 for one node)."""
-    return _t.second_largest_eigenvalue_modulus(_graph(topo))
+def second_largest_eigenvalue_modulus(topo, method="auto"):
+    """|lambda_2| of a stochastic W (0 for one node).
+
+    ``method``: "auto" (circulant W exactly, else dense up to 400 nodes, else
+    sparse), "dense", "circulant" or "sparse" (docs/topology.md). A W that is not
+    row- or column-stochastic, or a graph that is not strongly connected, is an
+    error that says so."""
+    return _t.second_largest_eigenvalue_modulus(_graph(topo), method)
 
 
-def spectral_gap(topo):
-    """1 - |lambda_2|: 1 for one node and for FullyConnectedGraph, 0 when disconnected."""
-    return _t.spectral_gap(_graph(topo))
+def spectral_gap(topo, method="auto"):
+    """1 - |lambda_2|: 1 for one node and for FullyConnectedGraph; errors as
+    second_largest_eigenvalue_modulus."""
+    return _t.spectral_gap(_graph(topo), method)
 
 
-def predicted_consensus_iterations(topo, eps):
-    """ceil(log(eps) / log|lambda_2|) mixing steps to shrink the error by eps; None: never."""
-    return _t.predicted_consensus_iterations(_graph(topo), float(eps))
+def predicted_consensus_iterations(topo, eps, method="auto"):
+    """ceil(log(eps) / log|lambda_2|) mixing steps to shrink the error by eps; None: never
+    (not strongly connected, or |lambda_2| = 1)."""
+    return _t.predicted_consensus_iterations(_graph(topo), float(eps), method)
 
 
 # ---- topology files (the JSON format of docs/topology.md)

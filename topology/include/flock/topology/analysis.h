@@ -57,22 +57,43 @@ RankWeights get_recv_weights(const Graph& g, int rank);
 // Bluefog's GetSendWeights: (W[r][r], {j: W[r][j]}) over r's out-neighbours.
 RankWeights get_send_weights(const Graph& g, int rank);
 
-// |lambda_2| of W, computed with Eigen::EigenSolver on the dense W (O(n^3);
-// fine for thousands of nodes).
-double second_largest_eigenvalue_modulus(const Graph& g);
+// How |lambda_2| is found (spectral.cc):
+//   kAuto       circulant when W is (exact, O(n d)), else dense up to
+//               kDenseSpectralNodes nodes, else sparse.
+//   kDense      Eigen's dense eigenvalue solver on the n x n W: O(n^3) time and
+//               O(n^2) memory; the reference.
+//   kCirculant  the discrete Fourier transform of W's first row (error when W is
+//               not circulant); exact to rounding, any n.
+//   kSparse     Spectra's Arnoldi solver on the sparse W with its eigenvalue 1
+//               deflated: O(nnz) per product, for large non-circulant graphs
+//               (below 3 nodes the dense solver answers).
+enum class SpectralMethod { kAuto, kDense, kCirculant, kSparse };
+inline constexpr int kDenseSpectralNodes = 400;
 
-// 1 - |lambda_2|: 1 for size 1 and for FullyConnectedGraph, 0 for a
-// disconnected graph. Meaningful for stochastic W.
-double spectral_gap(const Graph& g);
+// |lambda_2| of a stochastic W (row- or column-stochastic, within
+// kDefaultTolerance). 0 for a single node. TopologyError for an empty graph, a W
+// that is not stochastic (its eigenvalues then say nothing about mixing) and a
+// graph that is not strongly connected (|lambda_2| = 1: it never mixes; the
+// message names a node that cannot be reached).
+double second_largest_eigenvalue_modulus(const Graph& g,
+                                         SpectralMethod method = SpectralMethod::kAuto);
+
+// 1 - |lambda_2|: 1 for size 1 and for FullyConnectedGraph. Errors as above.
+double spectral_gap(const Graph& g, SpectralMethod method = SpectralMethod::kAuto);
 
 // Predicted number of mixing steps x <- W^T x after which the distance to the
 // average has shrunk by a factor eps (0 < eps < 1), from the asymptotic rate
 // |lambda_2|^k:  k = ceil(log(eps) / log(|lambda_2|)).
 // Special cases: size 1 -> 0; |lambda_2| ~ 0 (below 1e-12, e.g. fully
-// connected) -> 1; |lambda_2| ~ 1 (within 1e-12) -> nullopt (never, e.g.
-// disconnected). An estimate: for non-symmetric W the true count can differ by
-// a few steps (transient of the other eigenvalues).
-std::optional<std::int64_t> predicted_consensus_iterations(const Graph& g, double eps);
+// connected) -> 1; not strongly connected, or |lambda_2| ~ 1 (within 1e-12) ->
+// nullopt (never). TopologyError for a W that is not stochastic. An estimate:
+// for non-symmetric W the true count can differ by a few steps (transient of
+// the other eigenvalues).
+std::optional<std::int64_t> predicted_consensus_iterations(
+    const Graph& g, double eps, SpectralMethod method = SpectralMethod::kAuto);
+
+// The same count from a known rate |lambda_2| (used for periodic schedules).
+std::optional<std::int64_t> consensus_iterations_at_rate(double lambda2, double eps);
 
 }  // namespace topology
 }  // namespace flock
