@@ -35,19 +35,32 @@ configure_and_build() {  # DIR SANITIZER TARGET... (FLOCK_WITH_NCCL: OFF unless 
 
 # LeakSanitizer's tracer (the thread that stops the others to look for leaks at exit)
 # now and then dies of SIGSEGV on these machines ("Tracer caught signal 11") after
-# every test of the process passed: its own failure, not a finding. A run whose only
-# fault is that is repeated once for the tests that failed; any report of a leak or a
-# memory or UB error fails the step at once.
+# every test of the process passed: its own failure, not a finding. On CI it did so
+# twice in a row for one test, so: a run whose only fault is that is repeated for the
+# failed tests with leak checking; if the tracer crashes again, once more with
+# leak checking off for those tests alone (ASan and UBSan still watch them; the other
+# tests' leak checks stand). Any report of a leak or a memory or UB error fails at once.
+only_tracer_crashed() {  # LOG
+  grep -q "Tracer caught signal" "$1" &&
+    ! grep -q -E "ERROR: (LeakSanitizer: detected|AddressSanitizer)|runtime error:" "$1"
+}
+
 ctest_leak_checked() {  # BUILD_DIR TEST_REGEX
   local log status=0
   log=$(mktemp)
   ASAN_OPTIONS=$asan_options LSAN_OPTIONS=$lsan_options \
     ctest --test-dir "$1" --output-on-failure -R "$2" 2>&1 | tee "$log" || status=$?
-  if [ "$status" -ne 0 ] && grep -q "Tracer caught signal" "$log" &&
-    ! grep -q -E "ERROR: (LeakSanitizer: detected|AddressSanitizer)|runtime error:" "$log"; then
+  if [ "$status" -ne 0 ] && only_tracer_crashed "$log"; then
     echo "sanitizers: LeakSanitizer's tracer crashed (not a finding); the failed tests run again"
     status=0
     ASAN_OPTIONS=$asan_options LSAN_OPTIONS=$lsan_options \
+      ctest --test-dir "$1" --output-on-failure --rerun-failed 2>&1 | tee "$log" || status=$?
+  fi
+  if [ "$status" -ne 0 ] && only_tracer_crashed "$log"; then
+    echo "sanitizers: the tracer crashed again; the failed tests run once more without" \
+      "leak checking (ASan and UBSan still on)"
+    status=0
+    ASAN_OPTIONS=${asan_options/detect_leaks=1/detect_leaks=0} \
       ctest --test-dir "$1" --output-on-failure --rerun-failed || status=$?
   fi
   rm -f "$log"

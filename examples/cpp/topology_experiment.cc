@@ -22,8 +22,10 @@
 //   seconds    the row's wall time (graph, spectrum and run),
 //   MB         the process's resident memory at the end of the row, the row's
 //              graph still alive.
-// Sizes up to 10^6 finish: circulant graphs' spectra are exact and O(n d), the
-// runs use every core (docs/performance/topology.md has the numbers).
+// Sizes up to 10^6 finish (7.7 min for the 10^6 rows here): circulant graphs'
+// spectra and those of one-peer periods are exact and O(n d), reversible ones
+// (mesh, star) come from Lanczos and shift-invert, the runs use every core
+// (docs/performance/topology.md has the numbers).
 // --csv also writes the rows to FILE; --check exits 1 when a row says NO.
 #include <chrono>
 #include <cmath>
@@ -96,7 +98,7 @@ Row static_row(int n, const std::string& name, const topo::Graph& g, const Optio
                                                      options.eps, options.max_steps + 2);
   row.measured = run.converged ? run.iterations : -1;
   row.result =
-      verdict(row, topo::consensus_matches_prediction(row.measured, row.predicted, options.eps));
+      verdict(row, topo::consensus_matches_prediction(row.measured, row.predicted, options.eps, n));
   return row;
 }
 
@@ -166,7 +168,7 @@ void print_table(const std::vector<Row>& rows, const Options& options) {
       "average consensus to relative error %g, start: uniform [-1, 1) with seed %u, "
       "at most %lld steps\n",
       options.eps, options.seed, static_cast<long long>(options.max_steps));
-  std::printf("%7s  %-32s %6s %9s %9s %9s %8s %7s  %s\n", "n", "topology", "degree", "gap",
+  std::printf("%7s  %-32s %6s %9s %9s %11s %8s %7s  %s\n", "n", "topology", "degree", "gap",
               "measured", "predicted", "seconds", "MB", "result");
   for (const Row& r : rows) {
     std::string result = r.result;
@@ -174,7 +176,7 @@ void print_table(const std::vector<Row>& rows, const Options& options) {
       result = "capped: predicted " + std::to_string(r.predicted) + " steps, more than " +
                std::to_string(options.max_steps) + ": not simulated";
     }
-    std::printf("%7d  %-32s %6d %9.6f %9lld %9lld %8.2f %7.0f  %s\n", r.n, r.name.c_str(), r.degree,
+    std::printf("%7d  %-32s %6d %9.3g %9lld %11lld %8.2f %7.0f  %s\n", r.n, r.name.c_str(), r.degree,
                 r.gap, static_cast<long long>(r.measured), static_cast<long long>(r.predicted),
                 r.seconds, r.megabytes, result.c_str());
   }

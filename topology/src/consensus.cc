@@ -116,14 +116,9 @@ double period_second_eigenvalue_modulus(const DynamicSchedule& schedule, std::in
   if (period < 1) fail(kWhat, ": period must be >= 1, got ", period);
   const int n = schedule.size();
   if (n == 1) return 0.0;
-  if (n < 3 || n <= kDenseSpectralNodes) {
-    Eigen::MatrixXd product = Eigen::MatrixXd::Identity(n, n);
-    for (std::int64_t k = 0; k < period; ++k) {
-      product = schedule.mixing_graph(k).to_dense().transpose() * product;
-    }
-    return detail::dense_lambda2(product, kWhat);
-  }
-  // One sparse step a mixing graph: the product is never formed (it fills in).
+  // One sparse step a mixing graph (as W^T, whose rows sum to 1): the product is
+  // never formed (it fills in), nor are the graphs kept (a period of them took
+  // 8 GB at 10^6 nodes).
   std::vector<detail::RowMajorSparse> steps;
   for (std::int64_t k = 0; k < period; ++k) {
     const Graph step = schedule.mixing_graph(k);
@@ -131,6 +126,12 @@ double period_second_eigenvalue_modulus(const DynamicSchedule& schedule, std::in
       fail(kWhat, ": the mixing graph of step ", k, " is not column-stochastic");
     }
     steps.emplace_back(step.to_sparse().transpose());
+  }
+  if (const auto circulant = detail::circulant_product_lambda2(steps)) return *circulant;
+  if (n < 3 || n <= kDenseSpectralNodes) {
+    Eigen::MatrixXd product = Eigen::MatrixXd::Identity(n, n);
+    for (const detail::RowMajorSparse& step : steps) product = step * product;
+    return detail::dense_lambda2(product, kWhat);
   }
   return detail::sparse_lambda2(steps, kWhat);
 }
@@ -148,9 +149,12 @@ std::optional<std::int64_t> predicted_periodic_consensus_iterations(const Dynami
   return period * *periods;
 }
 
-bool consensus_matches_prediction(std::int64_t measured, std::int64_t predicted, double eps) {
+bool consensus_matches_prediction(std::int64_t measured, std::int64_t predicted, double eps,
+                                  int n) {
   if (!(eps > 0.0 && eps < 1.0)) fail("consensus_matches_prediction: eps must lie in (0, 1)");
-  const double head_start = std::log(100.0) / std::log(1.0 / eps);
+  if (n < 1) fail("consensus_matches_prediction: n must be >= 1, got ", n);
+  const double least_share = 0.03 / std::sqrt(static_cast<double>(n));
+  const double head_start = std::log(1.0 / least_share) / std::log(1.0 / eps);
   const double lowest = (1.0 - head_start) * static_cast<double>(predicted) - 1.0;
   return measured <= predicted + 1 && static_cast<double>(measured) >= lowest;
 }

@@ -1,5 +1,6 @@
 // DynamicOnePeer (see one_peer.h): turn lists are built once; sends are one
-// lookup, receives one scan over the other ranks' picks.
+// lookup, receives one scan over the picks of the ranks that may send (the
+// in-neighbours: a scan over every rank made a mixing graph O(n^2)).
 #include "flock/topology/one_peer.h"
 
 #include <algorithm>
@@ -12,12 +13,16 @@ namespace topology {
 DynamicOnePeer::DynamicOnePeer(const Graph& topology) {
   const int n = topology.size();
   turns_.resize(static_cast<std::size_t>(n));
+  senders_.resize(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     std::vector<int> turn = topology.out_neighbors(r);
     // Clockwise distance (j - r) mod n; distinct for distinct j.
     const auto clockwise = [r, n](int j) { return (j - r + n) % n; };
     std::sort(turn.begin(), turn.end(),
               [&clockwise](int a, int b) { return clockwise(a) < clockwise(b); });
+    for (int j : turn) {
+      if (j != r) senders_[static_cast<std::size_t>(j)].push_back(r);
+    }
     turns_[r] = std::move(turn);
   }
 }
@@ -43,10 +48,10 @@ std::vector<int> DynamicOnePeer::send_ranks(std::int64_t k, int rank) const {
 std::vector<int> DynamicOnePeer::recv_ranks(std::int64_t k, int rank) const {
   check_step("recv_ranks", k, rank);
   std::vector<int> sources;
-  for (int s = 0; s < size(); ++s) {
-    if (s != rank && pick(k, s) == rank) sources.push_back(s);
+  for (int s : senders_[static_cast<std::size_t>(rank)]) {
+    if (pick(k, s) == rank) sources.push_back(s);
   }
-  return sources;
+  return sources;  // sorted: senders_ lists are filled in rank order
 }
 
 }  // namespace topology

@@ -1,6 +1,9 @@
 // |lambda_2| of a circulant W from its first row (see spectral_solvers.h):
 // lambda_k = sum_d c_d exp(2 pi i d k / n), every k in [0, n), with the roots
-// of unity from one table, split over the cores for large n.
+// of unity from one table, split over the cores for large n. Circulant matrices
+// share their eigenvectors, so a product of circulant steps has the products of
+// the steps' lambda_k as eigenvalues: one period of a schedule such as one-peer
+// exponential, whose eigenvalues crowd near one modulus and defeat Arnoldi.
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -40,17 +43,21 @@ std::optional<Offsets> circulant_row(const Graph& g) {
   return row;
 }
 
-// The two largest moduli (with multiplicity) of lambda_k for k in [begin, end).
-std::pair<double, double> top_two(const Offsets& row,
+// The two largest moduli (with multiplicity) of prod_s lambda_k(step s) for k
+// in [begin, end).
+std::pair<double, double> top_two(const std::vector<Offsets>& rows,
                                   const std::vector<std::complex<double>>& roots,
                                   std::int64_t begin, std::int64_t end) {
   const std::int64_t n = static_cast<std::int64_t>(roots.size());
   double first = -1.0, second = -1.0;
   for (std::int64_t k = begin; k < end; ++k) {
-    std::complex<double> sum = 0.0;
-    for (const auto& [offset, weight] : row)
-      sum += weight * roots[static_cast<std::size_t>((offset * k) % n)];
-    const double modulus = std::abs(sum);
+    double modulus = 1.0;
+    for (const Offsets& row : rows) {
+      std::complex<double> sum = 0.0;
+      for (const auto& [offset, weight] : row)
+        sum += weight * roots[static_cast<std::size_t>((offset * k) % n)];
+      modulus *= std::abs(sum);
+    }
     if (modulus > first) {
       second = first;
       first = modulus;
@@ -61,28 +68,44 @@ std::pair<double, double> top_two(const Offsets& row,
   return {first, second};
 }
 
-}  // namespace
+// The same for a sparse matrix's rows.
+std::optional<Offsets> circulant_row(const RowMajorSparse& m) {
+  const std::int64_t n = m.rows();
+  Offsets row;
+  for (RowMajorSparse::InnerIterator it(m, 0); it; ++it) row.emplace_back(it.col(), it.value());
+  std::vector<double> by_offset(static_cast<std::size_t>(n), -1.0);
+  for (const auto& [offset, weight] : row) by_offset[static_cast<std::size_t>(offset)] = weight;
+  for (std::int64_t i = 1; i < n; ++i) {
+    std::size_t entries = 0;
+    for (RowMajorSparse::InnerIterator it(m, i); it; ++it, ++entries) {
+      const double expected = by_offset[static_cast<std::size_t>(((it.col() - i) % n + n) % n)];
+      if (expected < 0.0 || std::abs(expected - it.value()) > kSameWeight) return std::nullopt;
+    }
+    if (entries != row.size()) return std::nullopt;
+  }
+  return row;
+}
 
-std::optional<double> circulant_lambda2(const Graph& g) {
-  const std::int64_t n = g.size();
-  const auto row = circulant_row(g);
-  if (!row) return std::nullopt;
+// |lambda_2| of the product of the circulant matrices with these first rows.
+double lambda2_of_rows(const std::vector<Offsets>& rows, std::int64_t n) {
+  std::int64_t terms = 0;
+  for (const Offsets& row : rows) terms += static_cast<std::int64_t>(row.size());
   const double pi = std::acos(-1.0);
   std::vector<std::complex<double>> roots(static_cast<std::size_t>(n));
   for (std::int64_t m = 0; m < n; ++m) {
     roots[static_cast<std::size_t>(m)] =
         std::polar(1.0, 2.0 * pi * static_cast<double>(m) / static_cast<double>(n));
   }
-  // Threads pay from about a million terms (n times the row's nonzeros).
-  const std::int64_t work = n * static_cast<std::int64_t>(row->size());
-  const int threads =
-      work < (1 << 20) ? 1 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Threads pay from about a million terms (n times the rows' nonzeros).
+  const int threads = n * terms < (1 << 20)
+                          ? 1
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::pair<double, double>> found(static_cast<std::size_t>(threads));
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       found[static_cast<std::size_t>(t)] =
-          top_two(*row, roots, n * t / threads, n * (t + 1) / threads);
+          top_two(rows, roots, n * t / threads, n * (t + 1) / threads);
     });
   }
   for (auto& worker : workers) worker.join();
@@ -90,6 +113,24 @@ std::optional<double> circulant_lambda2(const Graph& g) {
   for (const auto& [first, second] : found) best.insert(best.end(), {first, second});
   std::sort(best.rbegin(), best.rend());
   return std::max(best[1], 0.0);
+}
+
+}  // namespace
+
+std::optional<double> circulant_lambda2(const Graph& g) {
+  auto row = circulant_row(g);
+  if (!row) return std::nullopt;
+  return lambda2_of_rows({std::move(*row)}, g.size());
+}
+
+std::optional<double> circulant_product_lambda2(const std::vector<RowMajorSparse>& steps) {
+  std::vector<Offsets> rows;
+  for (const RowMajorSparse& step : steps) {
+    auto row = circulant_row(step);
+    if (!row) return std::nullopt;
+    rows.push_back(std::move(*row));
+  }
+  return lambda2_of_rows(rows, steps.front().rows());
 }
 
 }  // namespace detail

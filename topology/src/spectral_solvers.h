@@ -10,6 +10,8 @@
 //              the eigenvalue 1 deflated: for a row-stochastic M (M 1 = 1),
 //              M - 1 v^T with v = 1/n has M's eigenvalues with the 1 replaced by 0
 //              (Brauer's theorem), so the largest modulus left is |lambda_2|.
+//   reversible Spectra's Lanczos solver (SymEigsSolver) on the symmetrized W,
+//              tried first by the sparse path: real eigenvalues, fast convergence.
 #pragma once
 
 #include <optional>
@@ -30,9 +32,18 @@ using RowMajorSparse = Eigen::SparseMatrix<double, Eigen::RowMajor>;
 // when it is not. Uses every core for large n.
 std::optional<double> circulant_lambda2(const Graph& g);
 
+// |lambda_2| of the product of the steps (n x n each) when every step is
+// circulant; nullopt when one is not.
+std::optional<double> circulant_product_lambda2(const std::vector<RowMajorSparse>& steps);
+
 // The second largest modulus among the eigenvalues of a dense square matrix
 // (counted with multiplicity); 0 for 1 x 1. `what` names the caller in errors.
 double dense_lambda2(const Eigen::MatrixXd& m, const char* what);
+
+// |lambda_2| of a row-stochastic M (at least 3 x 3) from Spectra's Lanczos solver
+// when M is reversible for a stationary vector flock can guess (uniform or
+// 1 / M_ii); nullopt when it is not, or Lanczos does not converge.
+std::optional<double> reversible_lambda2(const RowMajorSparse& m);
 
 // |lambda_2| of the product steps.back() * ... * steps.front() of row-stochastic
 // matrices (at least 3 x 3), from Spectra. `what` names the caller in errors.

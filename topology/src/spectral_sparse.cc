@@ -53,7 +53,8 @@ class DeflatedProduct {
 constexpr Eigen::Index kWanted = 4;
 constexpr Eigen::Index kKrylov = 32;
 constexpr Eigen::Index kWideKrylov = 96;  // the second try, when the first does not converge
-constexpr Eigen::Index kMaxRestarts = 500;
+constexpr Eigen::Index kWideKrylovNodes = 20000;  // above, a second try costs minutes
+constexpr Eigen::Index kMaxRestarts = 300;
 constexpr double kTolerance = 1e-11;
 // Up to this size a solver that cannot converge is replaced by the dense one on
 // the deflated operator (at most about a second).
@@ -129,8 +130,12 @@ double sparse_lambda2(const std::vector<RowMajorSparse>& steps, const char* what
   DeflatedProduct op(steps);
   if (n <= kKrylov) return std::min(largest_modulus(dense_operator(op), what), 1.0);
   if (is_zero_operator(op)) return 0.0;
-  for (const Eigen::Index krylov : {kKrylov, kWideKrylov}) {
-    if (const auto found = arnoldi_largest(op, krylov)) return std::min(*found, 1.0);
+  if (steps.size() == 1) {
+    if (const auto found = reversible_lambda2(steps.front())) return *found;
+  }
+  if (const auto found = arnoldi_largest(op, kKrylov)) return std::min(*found, 1.0);
+  if (n <= kWideKrylovNodes) {
+    if (const auto found = arnoldi_largest(op, kWideKrylov)) return std::min(*found, 1.0);
   }
   if (n <= kDenseFallbackNodes) return std::min(largest_modulus(dense_operator(op), what), 1.0);
   fail(what,

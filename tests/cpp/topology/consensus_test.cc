@@ -44,7 +44,7 @@ TEST(Consensus, MeasuredAgreesWithPredictionForStaticGenerators) {
       const ConsensusRun run = run_consensus(g.graph, random_start(n, kSeed), kEps, 1000000);
       ASSERT_TRUE(run.converged) << g.name << " n=" << n;
       const std::int64_t predicted = predicted_consensus_iterations(g.graph, kEps).value();
-      EXPECT_TRUE(consensus_matches_prediction(run.iterations, predicted, kEps))
+      EXPECT_TRUE(consensus_matches_prediction(run.iterations, predicted, kEps, n))
           << g.name << " n=" << n << ": measured " << run.iterations << ", predicted " << predicted;
     }
   }
@@ -98,12 +98,17 @@ TEST(Consensus, RandomStartIsDeterministicAndInRange) {
 }
 
 TEST(Consensus, TolerancePassesTheTheoremAndRefusesFarOffCounts) {
-  // eps = 1e-6: a start may be a third of the prediction ahead, never behind.
-  EXPECT_TRUE(consensus_matches_prediction(100, 100, kEps));
-  EXPECT_TRUE(consensus_matches_prediction(101, 100, kEps));
-  EXPECT_FALSE(consensus_matches_prediction(102, 100, kEps));
-  EXPECT_TRUE(consensus_matches_prediction(66, 100, kEps));
-  EXPECT_FALSE(consensus_matches_prediction(60, 100, kEps));
+  // eps = 1e-6, 9 nodes (s = 1%): a start may be a third of the prediction ahead,
+  // never behind; at 10^5 nodes (s = 9.5e-5) two thirds.
+  EXPECT_TRUE(consensus_matches_prediction(100, 100, kEps, 9));
+  EXPECT_TRUE(consensus_matches_prediction(101, 100, kEps, 9));
+  EXPECT_FALSE(consensus_matches_prediction(102, 100, kEps, 9));
+  EXPECT_TRUE(consensus_matches_prediction(66, 100, kEps, 9));
+  EXPECT_FALSE(consensus_matches_prediction(60, 100, kEps, 9));
+  EXPECT_TRUE(consensus_matches_prediction(34, 100, kEps, 100000));
+  EXPECT_FALSE(consensus_matches_prediction(30, 100, kEps, 100000));
+  EXPECT_FALSE(consensus_matches_prediction(102, 100, kEps, 100000));
+  EXPECT_THROW(consensus_matches_prediction(100, 100, kEps, 0), TopologyError);
 }
 
 TEST(Consensus, ArgumentErrorsThrow) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "flock/topology/errors.h"
 #include "flock/topology/generators.h"
 #include "flock/topology/one_peer.h"
+#include "flock/topology/schedule.h"
 
 namespace flock {
 namespace topology {
@@ -85,7 +87,7 @@ TEST(SpectralMethods, RingOfManyNodesMatchesItsClosedForm) {
 }
 
 TEST(SpectralMethods, SparseSolverHandlesLargeNonCirculantGraphs) {
-  const Graph mesh = MeshGrid2DGraph(2000, {40, 50});  // not circulant: the sparse path
+  const Graph mesh = MeshGrid2DGraph(1200, {30, 40});  // not circulant: the sparse path
   EXPECT_NEAR(second_largest_eigenvalue_modulus(mesh),
               second_largest_eigenvalue_modulus(mesh, SpectralMethod::kDense), 1e-8);
 }
@@ -129,13 +131,10 @@ TEST(SpectralMethods, CirculantMethodRefusesOtherGraphs) {
                TopologyError);
 }
 
-TEST(SpectralMethods, PeriodicScheduleSparseMatchesDense) {
-  // The one-peer exponential schedule over 1000 nodes, one period (10 steps):
-  // the sparse path (n > kDenseSpectralNodes) against the dense product of its
-  // matrices computed here.
-  const int n = 1000;
-  const DynamicOnePeer schedule(ExponentialTwoGraph(n));
-  const std::int64_t period = 10;  // 10 out-neighbours, one a step
+// |lambda_2| of the product of one period's mixing matrices, from Eigen's dense
+// solver: the reference for the schedule paths.
+double dense_period_lambda2(const DynamicSchedule& schedule, std::int64_t period) {
+  const int n = schedule.size();
   Eigen::MatrixXd product = Eigen::MatrixXd::Identity(n, n);
   for (std::int64_t k = 0; k < period; ++k)
     product = schedule.mixing_graph(k).to_dense().transpose() * product;
@@ -144,7 +143,82 @@ TEST(SpectralMethods, PeriodicScheduleSparseMatchesDense) {
   for (Eigen::Index i = 0; i < solver.eigenvalues().size(); ++i)
     moduli.push_back(std::abs(solver.eigenvalues()[i]));
   std::sort(moduli.rbegin(), moduli.rend());
-  EXPECT_NEAR(period_second_eigenvalue_modulus(schedule, period), moduli[1], 1e-8);
+  return moduli[1];
+}
+
+TEST(SpectralMethods, PeriodOfCirculantStepsMatchesDense) {
+  // The one-peer exponential schedule over 1000 nodes, one period (10 steps, one
+  // out-neighbour a step): every step is circulant, so the product's eigenvalues
+  // are products of the steps' Fourier coefficients.
+  const DynamicOnePeer schedule(ExponentialTwoGraph(1000));
+  EXPECT_NEAR(period_second_eigenvalue_modulus(schedule, 10), dense_period_lambda2(schedule, 10),
+              1e-10);
+}
+
+TEST(SpectralMethods, PeriodSparseProductMatchesDense) {
+  // One-peer on a mesh is not circulant: above kDenseSpectralNodes the product
+  // of the steps' sparse matrices is applied, never formed.
+  const DynamicOnePeer schedule(MeshGrid2DGraph(450, {18, 25}));
+  EXPECT_NEAR(period_second_eigenvalue_modulus(schedule, 4), dense_period_lambda2(schedule, 4),
+              1e-8);
+}
+
+// A path of n nodes with weight a on each edge (both ways), the rest on the self
+// loop: W = I - a L, L the path's Laplacian, whose eigenvalues 2 - 2 cos(pi k / n)
+// give W's in closed form. Symmetric, not circulant: the Lanczos path.
+Graph weighted_path(int n, double a) {
+  Graph g(n, true);
+  for (int i = 0; i < n; ++i) {
+    const int degree = (i > 0) + (i + 1 < n);
+    g.add_edge(i, i, 1.0 - a * degree);
+    if (i + 1 < n) {
+      g.add_edge(i, i + 1, a);
+      g.add_edge(i + 1, i, a);
+    }
+  }
+  return g;
+}
+
+TEST(SpectralMethods, PathWithLambda2NearOneMatchesItsClosedForm) {
+  // Metropolis-Hastings weights (a = 1/3) on 3000 nodes: 1 - lambda_2 = 3.7e-7
+  // with the next eigenvalues as close: plain Lanczos stalls, shift-invert answers.
+  const double pi = std::acos(-1.0);
+  const int n = 3000;
+  const double gap = (2.0 - 2.0 * std::cos(pi / n)) / 3.0;
+  EXPECT_NEAR(spectral_gap(weighted_path(n, 1.0 / 3)) / gap, 1.0, 1e-6);
+}
+
+TEST(SpectralMethods, PathWithBothEndsNearOneNeedsTheSmallestEigenvalueToo) {
+  // a = 1/2: the inner self weights are 0 and lambda_k = cos(pi k / n), so
+  // |lambda_2| = cos(pi / n) comes from both ends; Gershgorin cannot rule the
+  // bottom end out.
+  const double pi = std::acos(-1.0);
+  const int n = 2000;
+  EXPECT_NEAR(1.0 - second_largest_eigenvalue_modulus(weighted_path(n, 0.5)),
+              1.0 - std::cos(pi / n), 1e-6 * (1.0 - std::cos(pi / n)));
+}
+
+TEST(SpectralMethods, LargeMeshNeedsShiftInvertAndMatchesItsClosedForm) {
+  // A 150 x 150 grid with weight 1/5 on each edge: W = I - (L_a (+) L_b) / 5, the
+  // Kronecker sum of two path Laplacians; lambda_2 = 1 - (2 - 2 cos(pi / 150)) / 5,
+  // twice.
+  const double pi = std::acos(-1.0);
+  const int side = 150;
+  Graph g(side * side, true);
+  for (int r = 0; r < side; ++r) {
+    for (int c = 0; c < side; ++c) {
+      const int node = r * side + c;
+      double self = 1.0;
+      for (const auto& [dr, dc] : {std::pair{1, 0}, {-1, 0}, {0, 1}, {0, -1}}) {
+        if (r + dr < 0 || r + dr >= side || c + dc < 0 || c + dc >= side) continue;
+        g.add_edge(node, (r + dr) * side + c + dc, 0.2);
+        self -= 0.2;
+      }
+      g.add_edge(node, node, self);
+    }
+  }
+  const double gap = (2.0 - 2.0 * std::cos(pi / side)) / 5.0;
+  EXPECT_NEAR(spectral_gap(g) / gap, 1.0, 1e-6);
 }
 
 }  // namespace

@@ -64,9 +64,13 @@ RankWeights get_send_weights(const Graph& g, int rank);
 //               O(n^2) memory; the reference.
 //   kCirculant  the discrete Fourier transform of W's first row (error when W is
 //               not circulant); exact to rounding, any n.
-//   kSparse     Spectra's Arnoldi solver on the sparse W with its eigenvalue 1
-//               deflated: O(nnz) per product, for large non-circulant graphs
-//               (below 3 nodes the dense solver answers).
+//   kSparse     Spectra's solvers on the sparse W with its eigenvalue 1
+//               deflated: Lanczos on the symmetrized W when W is reversible
+//               (symmetric, or uniform weights on an undirected graph), with
+//               shift-invert through a sparse Cholesky factorization when
+//               |lambda_2| crowds near 1; Arnoldi otherwise. O(nnz) per product,
+//               for large non-circulant graphs (below 33 nodes the dense solver
+//               answers).
 enum class SpectralMethod { kAuto, kDense, kCirculant, kSparse };
 inline constexpr int kDenseSpectralNodes = 400;
 

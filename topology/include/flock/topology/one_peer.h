@@ -44,6 +44,7 @@ class DynamicOnePeer : public DynamicSchedule {
   int pick(std::int64_t k, int rank) const;
 
   std::vector<std::vector<int>> turns_;
+  std::vector<std::vector<int>> senders_;  // senders_[r]: the ranks with r on their turn list
 };
 
 }  // namespace topology
