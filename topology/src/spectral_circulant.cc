@@ -26,21 +26,37 @@ using Offsets = std::vector<std::pair<std::int64_t, double>>;  // (j - i) mod n,
 // row the same way, and a matrix that differs anywhere is not circulant.
 constexpr double kSameWeight = 1e-15;
 
-// The first row as offsets, when every row i is it shifted by i.
-std::optional<Offsets> circulant_row(const Graph& g) {
-  const std::int64_t n = g.size();
-  Offsets row(g.out_edges(0).begin(), g.out_edges(0).end());
+// The first row as offsets, when every row i is it shifted by i. for_each_entry(i, f)
+// calls f(column, weight) for every entry of row i: a Graph's or a sparse matrix's.
+template <typename ForEachEntry>
+std::optional<Offsets> circulant_row(std::int64_t n, const ForEachEntry& for_each_entry) {
+  Offsets row;
+  for_each_entry(0, [&row](std::int64_t to, double weight) { row.emplace_back(to, weight); });
   std::vector<double> by_offset(static_cast<std::size_t>(n), -1.0);
   for (const auto& [offset, weight] : row) by_offset[static_cast<std::size_t>(offset)] = weight;
-  for (int i = 1; i < n; ++i) {
-    const auto& edges = g.out_edges(i);
-    if (edges.size() != row.size()) return std::nullopt;
-    for (const auto& [to, weight] : edges) {
+  for (std::int64_t i = 1; i < n; ++i) {
+    std::size_t entries = 0;
+    bool same = true;
+    for_each_entry(i, [&](std::int64_t to, double weight) {
       const double expected = by_offset[static_cast<std::size_t>(((to - i) % n + n) % n)];
-      if (expected < 0.0 || std::abs(expected - weight) > kSameWeight) return std::nullopt;
-    }
+      same = same && expected >= 0.0 && std::abs(expected - weight) <= kSameWeight;
+      ++entries;
+    });
+    if (!same || entries != row.size()) return std::nullopt;
   }
   return row;
+}
+
+std::optional<Offsets> circulant_row(const Graph& g) {
+  return circulant_row(g.size(), [&g](std::int64_t i, const auto& visit) {
+    for (const auto& [to, weight] : g.out_edges(static_cast<int>(i))) visit(to, weight);
+  });
+}
+
+std::optional<Offsets> circulant_row(const RowMajorSparse& m) {
+  return circulant_row(m.rows(), [&m](std::int64_t i, const auto& visit) {
+    for (RowMajorSparse::InnerIterator it(m, i); it; ++it) visit(it.col(), it.value());
+  });
 }
 
 // The two largest moduli (with multiplicity) of prod_s lambda_k(step s) for k
@@ -66,24 +82,6 @@ std::pair<double, double> top_two(const std::vector<Offsets>& rows,
     }
   }
   return {first, second};
-}
-
-// The same for a sparse matrix's rows.
-std::optional<Offsets> circulant_row(const RowMajorSparse& m) {
-  const std::int64_t n = m.rows();
-  Offsets row;
-  for (RowMajorSparse::InnerIterator it(m, 0); it; ++it) row.emplace_back(it.col(), it.value());
-  std::vector<double> by_offset(static_cast<std::size_t>(n), -1.0);
-  for (const auto& [offset, weight] : row) by_offset[static_cast<std::size_t>(offset)] = weight;
-  for (std::int64_t i = 1; i < n; ++i) {
-    std::size_t entries = 0;
-    for (RowMajorSparse::InnerIterator it(m, i); it; ++it, ++entries) {
-      const double expected = by_offset[static_cast<std::size_t>(((it.col() - i) % n + n) % n)];
-      if (expected < 0.0 || std::abs(expected - it.value()) > kSameWeight) return std::nullopt;
-    }
-    if (entries != row.size()) return std::nullopt;
-  }
-  return row;
 }
 
 // |lambda_2| of the product of the circulant matrices with these first rows.

@@ -69,7 +69,8 @@ class ShiftInverted {
  public:
   using Scalar = double;
 
-  ShiftInverted(const Symmetric& m, double sigma, double sign, bool deflate) : m_(m) {
+  ShiftInverted(const Symmetric& m, double sigma, double sign, bool deflate)
+      : m_(m), deflate_(deflate) {
     const Eigen::Index n = m.s.rows();
     Eigen::SparseMatrix<double> identity(n, n);
     identity.setIdentity();
@@ -77,7 +78,6 @@ class ShiftInverted {
     const Eigen::SparseMatrix<double> a = sign * (sigma * identity - s);
     factor_.compute(a);
     ok_ = factor_.info() == Eigen::Success;
-    deflate_ = deflate;
   }
 
   bool ok() const { return ok_; }
@@ -136,26 +136,19 @@ std::optional<Eigen::VectorXd> lanczos(Op& op, Eigen::Index wanted, Spectra::Sor
   return solver.eigenvalues();
 }
 
-// The largest eigenvalue of S below 1: sigma - 1 / theta for the largest theta
-// of P (sigma I - S)^-1 P, whose eigenvalue for u is 0.
-std::optional<double> top_below_one(const Symmetric& m) {
+// The eigenvalue of S nearest one end of [-1, 1] by shift-invert, sigma = 1 + kShiftAbove1.
+// Top: the largest below 1, sigma - 1 / theta for the largest theta of
+// P (sigma I - S)^-1 P (u's eigenvalue there is 0). Bottom: the smallest,
+// 1 / theta - sigma for the largest theta of (S + sigma I)^-1.
+std::optional<double> end_eigenvalue(const Symmetric& m, bool top) {
   const double sigma = 1.0 + kShiftAbove1;
-  ShiftInverted op(m, sigma, 1.0, /*deflate=*/true);
+  const double sign = top ? 1.0 : -1.0;
+  ShiftInverted op(m, sign * sigma, sign, /*deflate=*/top);
   if (!op.ok()) return std::nullopt;
   const auto theta = lanczos(op, 2, Spectra::SortRule::LargestAlge, kShiftInvertRestarts);
   if (!theta) return std::nullopt;
-  return sigma - 1.0 / theta->maxCoeff();
-}
-
-// The smallest eigenvalue of S: 1 / theta - sigma for the largest theta of
-// (S + sigma I)^-1.
-std::optional<double> bottom(const Symmetric& m) {
-  const double sigma = 1.0 + kShiftAbove1;
-  ShiftInverted op(m, -sigma, -1.0, /*deflate=*/false);
-  if (!op.ok()) return std::nullopt;
-  const auto theta = lanczos(op, 2, Spectra::SortRule::LargestAlge, kShiftInvertRestarts);
-  if (!theta) return std::nullopt;
-  return 1.0 / theta->maxCoeff() - sigma;
+  const double distance = 1.0 / theta->maxCoeff();  // from sigma (top) or -sigma (bottom)
+  return top ? sigma - distance : distance - sigma;
 }
 
 }  // namespace
@@ -168,12 +161,12 @@ std::optional<double> reversible_lambda2(const RowMajorSparse& m) {
           lanczos(deflated, kWanted, Spectra::SortRule::LargestMagn, kQuickRestarts)) {
     return std::min(found->cwiseAbs().maxCoeff(), 1.0);
   }
-  const auto top = top_below_one(*symmetric);
+  const auto top = end_eigenvalue(*symmetric, /*top=*/true);
   if (!top) return std::nullopt;
   // Gershgorin: every eigenvalue of M is >= 2 min_i M_ii - 1 (S_ii = M_ii).
   const double floor = 2.0 * symmetric->s.diagonal().minCoeff() - 1.0;
   if (-floor <= *top) return std::clamp(*top, 0.0, 1.0);
-  const auto lowest = bottom(*symmetric);
+  const auto lowest = end_eigenvalue(*symmetric, /*top=*/false);
   if (!lowest) return std::nullopt;
   return std::min(std::max(std::abs(*top), std::abs(*lowest)), 1.0);
 }
