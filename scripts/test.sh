@@ -24,8 +24,8 @@ echo "test: set-up took $SECONDS s"
 
 export PATH="$root/.venv/bin:$PATH"
 reports="$root/out/test-reports"
-rm -rf "$reports" && mkdir -p "$reports"
-failed_steps=()
+rm -rf "$reports" && mkdir -p "$reports/logs"
+failed_steps=() failed_logs=() step_logs=()
 
 # run_step NAME TIMEOUT_SECONDS COMMAND...: runs a step, records its failure or hang.
 run_step() {
@@ -33,16 +33,29 @@ run_step() {
   shift 2
   echo
   echo "==== $name ===="
-  local started=$SECONDS
-  timeout --kill-after=10 "$limit" "$@"
-  local code=$?
+  local started=$SECONDS log="$reports/logs/step-$((${#step_logs[@]} + 1)).log"
+  step_logs+=("$log")
+  # tee in a process substitution, not a pipe: a stray process still holding the
+  # output cannot keep this script waiting (only tee, for at most 5 s).
+  local to_log tee_pid code waited=0
+  exec {to_log}> >(tee "$log")
+  tee_pid=$!
+  timeout --kill-after=10 "$limit" "$@" >&"$to_log" 2>&1
+  code=$?
+  exec {to_log}>&-
+  while kill -0 "$tee_pid" 2>/dev/null && [ "$waited" -lt 50 ]; do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
   echo "test: step '$name' took $((SECONDS - started)) s"
   if [ "$code" -eq 124 ] || [ "$code" -eq 137 ]; then
     echo "test: step '$name' HUNG: no result within ${limit}s (treated as a failure)"
     failed_steps+=("$name (timeout)")
+    failed_logs+=("$log")
   elif [ "$code" -ne 0 ]; then
     echo "test: step '$name' FAILED with exit code $code"
     failed_steps+=("$name")
+    failed_logs+=("$log")
   fi
 }
 
@@ -79,6 +92,9 @@ run_step "GPU path: NCCL build, fake-device tests at np 1-4, real module" 1500 \
 python "$root/scripts/summarize_reports.py" "$reports"
 echo "test: the whole command took $SECONDS s"
 if [ ${#failed_steps[@]} -gt 0 ]; then
+  # A long log's failure is easy to miss (and CI shows only its end): the lines
+  # that say why each failed step failed, again, last.
+  for log in "${failed_logs[@]}"; do python "$root/scripts/failure_lines.py" "$log"; done
   echo "test: FAILED steps: ${failed_steps[*]}"
   exit 1
 fi
