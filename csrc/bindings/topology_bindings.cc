@@ -11,6 +11,7 @@
 // Errors: a topology::TopologyError (bad size, node out of range, negative or
 // non-finite weight, malformed file) becomes flock.errors.
 // FlockInvalidArgumentError carrying the same message.
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -52,10 +53,22 @@ std::vector<EdgeTuple> EdgeTuples(const Graph& g) {
 }
 
 // One call instead of one per edge when Python builds a graph (networkx).
-Graph FromEdges(int size, const std::vector<EdgeTuple>& edges, bool weighted) {
+// Sorted first (stably: of repeated edges the last weight still wins), so every
+// add_edge appends to its rows instead of inserting amid them.
+Graph FromEdges(int size, std::vector<EdgeTuple> edges, bool weighted) {
+  std::stable_sort(edges.begin(), edges.end(), [](const EdgeTuple& a, const EdgeTuple& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+  });
   Graph g(size, weighted);
   for (const EdgeTuple& e : edges) g.add_edge(std::get<0>(e), std::get<1>(e), std::get<2>(e));
   return g;
+}
+
+// A node's edges as Python has always seen them: {other end: weight}.
+py::dict EdgeDict(const topology::EdgeRow& row) {
+  py::dict edges;
+  for (const auto& [node, weight] : row) edges[py::int_(node)] = weight;
+  return edges;
 }
 
 py::tuple WeightsTuple(const topology::RankWeights& w) {
@@ -79,8 +92,12 @@ void BindGraph(py::module_& t) {
       .def("out_degree", &Graph::out_degree, py::arg("node"))
       .def("num_edges", &Graph::num_edges)
       .def("edges", &EdgeTuples, "Every edge as (src, dst, weight), sorted.")
-      .def("out_edges", &Graph::out_edges, py::arg("node"))
-      .def("in_edges", &Graph::in_edges, py::arg("node"))
+      .def(
+          "out_edges", [](const Graph& g, int node) { return EdgeDict(g.out_edges(node)); },
+          py::arg("node"))
+      .def(
+          "in_edges", [](const Graph& g, int node) { return EdgeDict(g.in_edges(node)); },
+          py::arg("node"))
       .def("to_dense", &Graph::to_dense)
       .def("copy", [](const Graph& g) { return Graph(g); })
       .def_static("from_dense", &Graph::from_dense, py::arg("w"), py::arg("weighted") = true)

@@ -44,7 +44,7 @@ int reached_from_zero(const Graph& g, bool forward) {
   return count;
 }
 
-// in-edges + out-edges; a self loop appears in both maps, so counts twice.
+// in-edges + out-edges; a self loop appears in both rows, so counts twice.
 std::size_t total_degree(const Graph& g, int node) {
   return g.in_edges(node).size() + g.out_edges(node).size();
 }
@@ -91,7 +91,7 @@ bool is_topology_equivalent(const Graph& a, const Graph& b, double tol) {
 
 namespace {
 
-RankWeights split_self(const std::map<int, double>& edges, int rank) {
+RankWeights split_self(const EdgeRow& edges, int rank) {
   RankWeights result;
   for (const auto& entry : edges) {
     if (entry.first == rank) {

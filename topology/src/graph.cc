@@ -1,8 +1,12 @@
-// Graph: storage and conversions. W is kept twice, as per-node maps of outgoing
-// edges (out_[i][j] = W[i][j]) and of incoming edges (in_[j][i] = W[i][j]), so
-// that both neighbour lists come out sorted in O(degree). Every mutation goes
-// through add_edge/remove_edge, which keep the two maps equal.
+// Graph: storage and conversions. W is kept twice, as per-node sorted rows of
+// outgoing edges (out_[i] holds (j, W[i][j])) and of incoming edges (in_[j]
+// holds (i, W[i][j])), so that both neighbour lists come out sorted in
+// O(degree). Every mutation goes through add_edge/remove_edge, which keep the
+// two equal. Generators add edges in ascending order, so adding is mostly an
+// append; an insertion elsewhere costs O(degree).
 #include "flock/topology/graph.h"
+
+#include <algorithm>
 
 #include "check.h"
 
@@ -10,6 +14,37 @@ namespace flock {
 namespace topology {
 
 using detail::fail;
+
+namespace {
+
+EdgeRow::const_iterator find_in(const EdgeRow& row, int key) {
+  const auto it = std::lower_bound(row.begin(), row.end(), key,
+                                   [](const auto& entry, int k) { return entry.first < k; });
+  return it != row.end() && it->first == key ? it : row.end();
+}
+
+void set_in(EdgeRow& row, int key, double weight) {
+  if (row.empty() || row.back().first < key) {  // the common case: in order
+    row.emplace_back(key, weight);
+    return;
+  }
+  const auto it = std::lower_bound(row.begin(), row.end(), key,
+                                   [](const auto& entry, int k) { return entry.first < k; });
+  if (it != row.end() && it->first == key) {
+    it->second = weight;
+  } else {
+    row.emplace(it, key, weight);
+  }
+}
+
+bool erase_in(EdgeRow& row, int key) {
+  const auto it = find_in(row, key);
+  if (it == row.end()) return false;
+  row.erase(it);
+  return true;
+}
+
+}  // namespace
 
 Graph::Graph(int size, bool weighted) : weighted_(weighted) {
   if (size < 0) fail("Graph(", size, "): size must be >= 0");
@@ -25,33 +60,33 @@ void Graph::add_edge(int from, int to, double weight) {
   detail::check_node(from, size(), "add_edge(", from, ", ", to, ")");
   detail::check_node(to, size(), "add_edge(", from, ", ", to, ")");
   detail::check_weight(weight, "add_edge(", from, ", ", to, ")");
-  out_[from][to] = weight;
-  in_[to][from] = weight;
+  set_in(out_[from], to, weight);
+  set_in(in_[to], from, weight);
 }
 
 bool Graph::remove_edge(int from, int to) {
   detail::check_node(from, size(), "remove_edge(", from, ", ", to, ")");
   detail::check_node(to, size(), "remove_edge(", from, ", ", to, ")");
-  in_[to].erase(from);
-  return out_[from].erase(to) > 0;
+  erase_in(in_[to], from);
+  return erase_in(out_[from], to);
 }
 
 bool Graph::has_edge(int from, int to) const {
   if (from < 0 || from >= size() || to < 0 || to >= size()) return false;
-  return out_[from].count(to) > 0;
+  return find_in(out_[from], to) != out_[from].end();
 }
 
 double Graph::weight(int from, int to) const {
   detail::check_node(from, size(), "weight(", from, ", ", to, ")");
   detail::check_node(to, size(), "weight(", from, ", ", to, ")");
-  const auto it = out_[from].find(to);
+  const auto it = find_in(out_[from], to);
   return it == out_[from].end() ? 0.0 : it->second;
 }
 
 namespace {
 
-// Keys of `edges` without `self`, ascending (std::map keeps them sorted).
-std::vector<int> keys_without(const std::map<int, double>& edges, int self) {
+// Keys of `edges` without `self`, ascending (rows are kept sorted).
+std::vector<int> keys_without(const EdgeRow& edges, int self) {
   std::vector<int> keys;
   keys.reserve(edges.size());
   for (const auto& entry : edges) {
@@ -74,12 +109,12 @@ std::vector<int> Graph::out_neighbors(int node) const {
 
 int Graph::in_degree(int node) const {
   check_node("in_degree", node);
-  return static_cast<int>(in_[node].size() - in_[node].count(node));
+  return static_cast<int>(in_[node].size() - (find_in(in_[node], node) != in_[node].end()));
 }
 
 int Graph::out_degree(int node) const {
   check_node("out_degree", node);
-  return static_cast<int>(out_[node].size() - out_[node].count(node));
+  return static_cast<int>(out_[node].size() - (find_in(out_[node], node) != out_[node].end()));
 }
 
 std::size_t Graph::num_edges() const {
@@ -97,12 +132,12 @@ std::vector<Edge> Graph::edges() const {
   return all;
 }
 
-const std::map<int, double>& Graph::out_edges(int node) const {
+const EdgeRow& Graph::out_edges(int node) const {
   check_node("out_edges", node);
   return out_[node];
 }
 
-const std::map<int, double>& Graph::in_edges(int node) const {
+const EdgeRow& Graph::in_edges(int node) const {
   check_node("in_edges", node);
   return in_[node];
 }

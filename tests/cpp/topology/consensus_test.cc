@@ -4,6 +4,7 @@
 // W, the exact average of the one-peer schedule, and argument errors.
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include "flock/topology/errors.h"
 #include "flock/topology/generators.h"
 #include "flock/topology/one_peer.h"
+#include "flock/topology/schedule.h"
 
 namespace flock {
 namespace topology {
@@ -86,6 +88,57 @@ TEST(Consensus, OnePeerOnExponentialTwoIsExactAfterOnePeriod) {
     const ConsensusRun run = run_consensus(schedule, random_start(n, kSeed), kEps, 1000);
     EXPECT_EQ(run.iterations, m) << n;
     EXPECT_LT(run.errors.back(), 1e-12) << n;
+  }
+}
+
+// A schedule given by its receive lists, one set per step, repeating.
+class ListSchedule : public DynamicSchedule {
+ public:
+  explicit ListSchedule(std::vector<std::vector<std::vector<int>>> steps)
+      : steps_(std::move(steps)) {}
+  int size() const override { return static_cast<int>(steps_[0].size()); }
+  std::vector<int> recv_ranks(std::int64_t k, int node) const override {
+    return steps_[static_cast<std::size_t>(k) % steps_.size()][static_cast<std::size_t>(node)];
+  }
+  std::vector<int> send_ranks(std::int64_t k, int node) const override {
+    return transpose_rank_lists(steps_[static_cast<std::size_t>(k) % steps_.size()])[node];
+  }
+
+ private:
+  std::vector<std::vector<std::vector<int>>> steps_;
+};
+
+// The steps a run takes (built from the receive lists, without a Graph) against
+// x <- W^T x with each step's dense mixing graph.
+TEST(Consensus, ScheduleStepsMatchTheDenseMixingGraphs) {
+  const ListSchedule lists(
+      {{{4}, {0, 2}, {}, {0, 1, 2, 4}, {3}}, {{1, 2, 3, 4}, {}, {1}, {2}, {0, 3}}});
+  const DynamicOnePeer one_peer(ExponentialGraph(12, 3));
+  for (const DynamicSchedule* schedule : {static_cast<const DynamicSchedule*>(&lists),
+                                          static_cast<const DynamicSchedule*>(&one_peer)}) {
+    const Eigen::VectorXd x0 = random_start(schedule->size(), kSeed);
+    const ConsensusRun run = run_consensus(*schedule, x0, 1e-300, 7);
+    Eigen::VectorXd x = x0;
+    const double start = (x0.array() - x0.mean()).matrix().norm();
+    for (std::int64_t k = 0; k < 7; ++k) {
+      x = schedule->mixing_graph(k).to_dense().transpose() * x;
+      EXPECT_NEAR(run.errors[static_cast<std::size_t>(k + 1)],
+                  (x.array() - x0.mean()).matrix().norm() / start, 1e-14)
+          << "step " << k << " of a schedule of " << schedule->size() << " nodes";
+    }
+  }
+}
+
+TEST(Consensus, AReceiveListThatIsNotSortedOrNamesTheNodeIsAnError) {
+  for (const std::vector<int>& bad : {std::vector<int>{2, 1}, std::vector<int>{0, 1},
+                                      std::vector<int>{1, 1}, std::vector<int>{3}}) {
+    const ListSchedule schedule({{bad, {}, {}}});
+    try {
+      run_consensus(schedule, random_start(3, 1), kEps, 3);
+      ADD_FAILURE() << "no error";
+    } catch (const TopologyError& e) {
+      EXPECT_NE(std::string(e.what()).find("node 0's receive list"), std::string::npos) << e.what();
+    }
   }
 }
 

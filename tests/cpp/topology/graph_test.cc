@@ -2,6 +2,8 @@
 // conversions.
 #include <cmath>
 #include <limits>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -62,8 +64,39 @@ TEST(Graph, NeighboursSortedWithoutSelf) {
   EXPECT_EQ(g.out_neighbors(0), (std::vector<int>{2, 4}));
   EXPECT_EQ(g.in_degree(0), 3);
   EXPECT_EQ(g.out_degree(0), 2);
-  EXPECT_EQ(g.in_edges(0).size(), 4u);  // maps include the self loop
-  EXPECT_EQ(g.out_edges(0).count(0), 1u);
+  // Rows include the self loop, sorted by the other end.
+  EXPECT_EQ(g.in_edges(0), (EdgeRow{{0, 1.0}, {1, 1.0}, {3, 1.0}, {5, 1.0}}));
+  EXPECT_EQ(g.out_edges(0), (EdgeRow{{0, 1.0}, {2, 1.0}, {4, 1.0}}));
+}
+
+// Random adds (in any order, some replacing a weight) and removals against a
+// std::map per node: the rows stay sorted and equal to the map, both ways.
+TEST(Graph, RowsMatchAMapThroughRandomAddsAndRemovals) {
+  const int n = 40;
+  Graph g(n);
+  std::vector<std::map<int, double>> out(n), in(n);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> node(0, n - 1);
+  for (int step = 0; step < 5000; ++step) {
+    const int from = node(rng), to = node(rng);
+    if (rng() % 4 == 0) {
+      EXPECT_EQ(g.remove_edge(from, to), out[from].erase(to) > 0);
+      in[to].erase(from);
+    } else {
+      const double weight = static_cast<double>(step);
+      g.add_edge(from, to, weight);
+      out[from][to] = weight;
+      in[to][from] = weight;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(g.out_edges(i), EdgeRow(out[i].begin(), out[i].end())) << "node " << i;
+    EXPECT_EQ(g.in_edges(i), EdgeRow(in[i].begin(), in[i].end())) << "node " << i;
+    for (int j = 0; j < n; ++j) {
+      EXPECT_EQ(g.has_edge(i, j), out[i].count(j) > 0);
+      EXPECT_EQ(g.weight(i, j), out[i].count(j) ? out[i].at(j) : 0.0);
+    }
+  }
 }
 
 TEST(Graph, ZeroWeightEdgeIsAnEdge) {

@@ -24,7 +24,7 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -38,6 +38,11 @@ struct Edge {
   int to = 0;
   double weight = 0.0;
 };
+
+// The edges at one node as (other end, weight), sorted ascending by the other
+// end, the self loop included. A sorted vector, not a map: a million-node graph
+// of degree 20 takes 0.7 GB instead of 2.7 GB, and rows read in order.
+using EdgeRow = std::vector<std::pair<int, double>>;
 
 class Graph {
  public:
@@ -74,8 +79,8 @@ class Graph {
   // Every edge, self loops included, sorted by (from, to).
   std::vector<Edge> edges() const;
   // Edges leaving / entering a node, keyed by the other end (self loop included).
-  const std::map<int, double>& out_edges(int node) const;
-  const std::map<int, double>& in_edges(int node) const;
+  const EdgeRow& out_edges(int node) const;
+  const EdgeRow& in_edges(int node) const;
 
   // Dense/sparse W. Zero-weight edges become zeros in the dense form and
   // explicitly stored zeros in the sparse form.
@@ -89,8 +94,8 @@ class Graph {
  private:
   void check_node(const char* what, int node) const;
 
-  std::vector<std::map<int, double>> out_;  // out_[i][j] = W[i][j]
-  std::vector<std::map<int, double>> in_;   // in_[j][i]  = W[i][j]
+  std::vector<EdgeRow> out_;  // out_[i] holds (j, W[i][j])
+  std::vector<EdgeRow> in_;   // in_[j] holds (i, W[i][j])
   bool weighted_ = false;
 };
 

@@ -43,8 +43,16 @@ class DynamicOnePeer : public DynamicSchedule {
   // pick(k, r), or -1 when r has no out-neighbour.
   int pick(std::int64_t k, int rank) const;
 
+  // A rank s with r on its turn list, at position `slot`: s sends to r when
+  // k mod turn_sizes_[s] == slot.
+  struct Sender {
+    int rank;
+    int slot;
+  };
+
   std::vector<std::vector<int>> turns_;
-  std::vector<std::vector<int>> senders_;  // senders_[r]: the ranks with r on their turn list
+  std::vector<std::int64_t> turn_sizes_;      // turn_sizes_[s] = turns_[s].size()
+  std::vector<std::vector<Sender>> senders_;  // senders_[r]: the ranks with r on their turn list
 };
 
 }  // namespace topology
