@@ -40,9 +40,14 @@ Graph CirculantGraph(int size, const std::vector<int>& distances) {
   }
   const double w = 1.0 / static_cast<double>(unique.size() + 1);
   Graph g(size, /*weighted=*/true);
+  // Row i in ascending order of targets (the Graph's rows then only grow at their
+  // end; in any other order a fully connected graph costs O(n^3) moves): first the
+  // distances that wrap past n - 1, then i itself, then the rest.
   for (int i = 0; i < size; ++i) {
+    const auto first_wrapping = unique.lower_bound(size - i);
+    for (auto it = first_wrapping; it != unique.end(); ++it) g.add_edge(i, i + *it - size, w);
     g.add_edge(i, i, w);
-    for (int d : unique) g.add_edge(i, (i + d) % size, w);
+    for (auto it = unique.begin(); it != first_wrapping; ++it) g.add_edge(i, i + *it, w);
   }
   return g;
 }

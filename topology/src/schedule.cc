@@ -15,9 +15,26 @@ void DynamicSchedule::check_step(const char* what, std::int64_t k, int node) con
   detail::check_node(node, size(), what, "(", k, ", ", node, ")");
 }
 
+std::vector<int> DynamicSchedule::checked_recv_ranks(std::int64_t k, int node) const {
+  std::vector<int> sources = recv_ranks(k, node);
+  int previous = -1;
+  for (int source : sources) {
+    const char* fault = source < 0 || source >= size() ? "a node out of range"
+                        : source == node               ? "the node itself"
+                        : source <= previous           ? "a list not sorted or with a repeat"
+                                                       : nullptr;
+    if (fault != nullptr) {
+      fail("step ", k, " of the schedule: node ", node, "'s receive list names ", source, " (",
+           fault, "; a list must be sorted, in range, without the node itself or repeats)");
+    }
+    previous = source;
+  }
+  return sources;
+}
+
 StepWeights DynamicSchedule::weights(std::int64_t k, int node) const {
   check_step("weights", k, node);
-  const std::vector<int> recvs = recv_ranks(k, node);
+  const std::vector<int> recvs = checked_recv_ranks(k, node);
   const double share = 1.0 / static_cast<double>(recvs.size() + 1);
   StepWeights result;
   result.self_weight = share;
@@ -34,7 +51,7 @@ Graph DynamicSchedule::mixing_graph(std::int64_t k) const {
   if (k < 0) fail("mixing_graph(", k, "): iteration must be >= 0");
   Graph g(size(), /*weighted=*/true);
   for (int r = 0; r < size(); ++r) {
-    const std::vector<int> sources = recv_ranks(k, r);
+    const std::vector<int> sources = checked_recv_ranks(k, r);
     const double share = 1.0 / static_cast<double>(sources.size() + 1);
     bool self_added = false;
     for (int source : sources) {

@@ -3,6 +3,7 @@
 // examples/cpp/topology_experiment.cc, the bound e_k <= |lambda_2|^k of normal
 // W, the exact average of the one-peer schedule, and argument errors.
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,9 +109,20 @@ class ListSchedule : public DynamicSchedule {
   std::vector<std::vector<std::vector<int>>> steps_;
 };
 
-// The steps a run takes (built from the receive lists, without a Graph) against
-// x <- W^T x with each step's dense mixing graph.
-TEST(Consensus, ScheduleStepsMatchTheDenseMixingGraphs) {
+// W^T of step k by hand from weights(k, r), the per-node rule the runtime uses.
+Eigen::MatrixXd transposed_weights_of(const DynamicSchedule& schedule, std::int64_t k) {
+  Eigen::MatrixXd wt = Eigen::MatrixXd::Zero(schedule.size(), schedule.size());
+  for (int r = 0; r < schedule.size(); ++r) {
+    const StepWeights w = schedule.weights(k, r);
+    wt(r, r) = w.self_weight;
+    for (const auto& [source, weight] : w.src_weights) wt(r, source) = weight;
+  }
+  return wt;
+}
+
+// The steps a run takes (built from the receive lists, without a Graph) and the
+// mixing graphs, against dense products with the weights() of every node.
+TEST(Consensus, ScheduleStepsMatchTheDenseWeightsOfEveryNode) {
   const ListSchedule lists(
       {{{4}, {0, 2}, {}, {0, 1, 2, 4}, {3}}, {{1, 2, 3, 4}, {}, {1}, {2}, {0, 3}}});
   const DynamicOnePeer one_peer(ExponentialGraph(12, 3));
@@ -118,10 +130,14 @@ TEST(Consensus, ScheduleStepsMatchTheDenseMixingGraphs) {
                                           static_cast<const DynamicSchedule*>(&one_peer)}) {
     const Eigen::VectorXd x0 = random_start(schedule->size(), kSeed);
     const ConsensusRun run = run_consensus(*schedule, x0, 1e-300, 7);
+    ASSERT_EQ(run.errors.size(), 8u);
     Eigen::VectorXd x = x0;
     const double start = (x0.array() - x0.mean()).matrix().norm();
     for (std::int64_t k = 0; k < 7; ++k) {
-      x = schedule->mixing_graph(k).to_dense().transpose() * x;
+      const Eigen::MatrixXd wt = transposed_weights_of(*schedule, k);
+      EXPECT_TRUE(schedule->mixing_graph(k).to_dense().transpose().isApprox(wt, 1e-15))
+          << "step " << k;
+      x = wt * x;
       EXPECT_NEAR(run.errors[static_cast<std::size_t>(k + 1)],
                   (x.array() - x0.mean()).matrix().norm() / start, 1e-14)
           << "step " << k << " of a schedule of " << schedule->size() << " nodes";
@@ -129,15 +145,29 @@ TEST(Consensus, ScheduleStepsMatchTheDenseMixingGraphs) {
   }
 }
 
+// Every path that reads receive lists refuses a bad one, and says what is wrong.
 TEST(Consensus, AReceiveListThatIsNotSortedOrNamesTheNodeIsAnError) {
-  for (const std::vector<int>& bad : {std::vector<int>{2, 1}, std::vector<int>{0, 1},
-                                      std::vector<int>{1, 1}, std::vector<int>{3}}) {
+  const std::vector<std::pair<std::vector<int>, std::string>> bad_lists = {
+      {{2, 1}, "not sorted"},
+      {{1, 1}, "with a repeat"},
+      {{0, 1}, "the node itself"},
+      {{3}, "out of range"},
+      {{-1}, "out of range"}};
+  for (const auto& [bad, fault] : bad_lists) {
     const ListSchedule schedule({{bad, {}, {}}});
-    try {
-      run_consensus(schedule, random_start(3, 1), kEps, 3);
-      ADD_FAILURE() << "no error";
-    } catch (const TopologyError& e) {
-      EXPECT_NE(std::string(e.what()).find("node 0's receive list"), std::string::npos) << e.what();
+    const std::vector<std::function<void()>> paths = {
+        [&] { run_consensus(schedule, random_start(3, 1), kEps, 3); },
+        [&] { period_second_eigenvalue_modulus(schedule, 1); }, [&] { schedule.mixing_graph(0); },
+        [&] { schedule.weights(0, 0); }};
+    for (const auto& path : paths) {
+      try {
+        path();
+        ADD_FAILURE() << "no error for " << fault;
+      } catch (const TopologyError& e) {
+        EXPECT_NE(std::string(e.what()).find("node 0's receive list"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find(fault), std::string::npos) << e.what();
+      }
     }
   }
 }

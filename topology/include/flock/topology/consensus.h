@@ -48,6 +48,8 @@ Eigen::VectorXd random_start(int size, std::uint32_t seed);
 // that is already the average (e_0 undefined) converges in 0 steps.
 ConsensusRun run_consensus(const Graph& g, const Eigen::VectorXd& x0, double eps,
                            std::int64_t max_iterations);
+// A schedule's steps use its uniform weights, from checked_recv_ranks: a bad
+// receive list throws TopologyError naming the step and the node (here and below).
 ConsensusRun run_consensus(const DynamicSchedule& schedule, const Eigen::VectorXd& x0, double eps,
                            std::int64_t max_iterations);
 
@@ -70,8 +72,7 @@ std::optional<std::int64_t> predicted_periodic_consensus_iterations(const Dynami
 // start puts about 1 / sqrt(n) of its deviation on each eigenvector, and one 30
 // times below that is ahead by log(1/s) / log(1/|lambda_2|) steps, a fraction
 // ln(1/s) / ln(1/eps) of the prediction (1/3 for n = 9, eps = 1e-6; 2/3 at 10^5).
-bool consensus_matches_prediction(std::int64_t measured, std::int64_t predicted, double eps,
-                                  int n);
+bool consensus_matches_prediction(std::int64_t measured, std::int64_t predicted, double eps, int n);
 
 }  // namespace topology
 }  // namespace flock

@@ -47,6 +47,11 @@ class DynamicSchedule {
   virtual std::vector<int> send_ranks(std::int64_t k, int node) const = 0;
   virtual std::vector<int> recv_ranks(std::int64_t k, int node) const = 0;
 
+  // recv_ranks(k, node), checked: sorted, in range, without node itself and
+  // without repeats, else TopologyError naming the step, the node and the fault.
+  // The uniform rule below needs such a list to give a column summing to 1.
+  std::vector<int> checked_recv_ranks(std::int64_t k, int node) const;
+
   // Uniform weights for `node` at iteration k (see the file comment).
   StepWeights weights(std::int64_t k, int node) const;
 
