@@ -25,7 +25,7 @@ echo "test: set-up took $SECONDS s"
 export PATH="$root/.venv/bin:$PATH"
 reports="$root/out/test-reports"
 rm -rf "$reports" && mkdir -p "$reports/logs"
-failed_steps=() failed_logs=() step_logs=()
+failed_steps=() failed_logs=() steps_run=0
 
 # run_step NAME TIMEOUT_SECONDS COMMAND...: runs a step, records its failure or hang.
 run_step() {
@@ -33,8 +33,8 @@ run_step() {
   shift 2
   echo
   echo "==== $name ===="
-  local started=$SECONDS log="$reports/logs/step-$((${#step_logs[@]} + 1)).log"
-  step_logs+=("$log")
+  steps_run=$((steps_run + 1))
+  local started=$SECONDS log="$reports/logs/step-$steps_run.log"
   # tee in a process substitution, not a pipe: a stray process still holding the
   # output cannot keep this script waiting (only tee, for at most 5 s).
   local to_log tee_pid code waited=0

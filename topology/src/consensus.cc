@@ -82,25 +82,18 @@ detail::RowMajorSparse transposed_weights(const Graph& g) {
   return detail::RowMajorSparse(g.to_sparse().transpose());
 }
 
-// W^T of step k of a schedule, built straight from its receive lists (no Graph:
-// at 10^6 nodes a mixing graph's rows took a second to allocate, the run's
-// steps less than a tenth of that). Row r: 1 / (receives + 1) for r and for
-// each source, the weights() rule, on checked receive lists.
+// W^T of step k of a schedule, row r its uniform_column(k, r) (no Graph: at
+// 10^6 nodes a mixing graph's rows took a second to allocate, the run's steps
+// less than a tenth of that).
 detail::RowMajorSparse transposed_step(const DynamicSchedule& schedule, std::int64_t k) {
   const int n = schedule.size();
   detail::RowMajorSparse wt(n, n);
   wt.reserve(static_cast<Eigen::Index>(n) * 2);
   for (int r = 0; r < n; ++r) {
-    const std::vector<int> sources = schedule.checked_recv_ranks(k, r);
-    const double share = 1.0 / static_cast<double>(sources.size() + 1);
     wt.startVec(r);
-    int previous = -1;
-    for (int source : sources) {
-      if (previous < r && r < source) wt.insertBack(r, r) = share;
-      wt.insertBack(r, source) = share;
-      previous = source;
+    for (const auto& [source, weight] : schedule.uniform_column(k, r)) {
+      wt.insertBack(r, source) = weight;
     }
-    if (previous < r) wt.insertBack(r, r) = share;
   }
   wt.finalize();
   return wt;

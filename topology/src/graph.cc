@@ -17,10 +17,20 @@ using detail::fail;
 
 namespace {
 
+// Where key is, or would go, in a sorted row.
+template <typename Row>
+auto position_in(Row& row, int key) {
+  return std::lower_bound(row.begin(), row.end(), key,
+                          [](const auto& entry, int k) { return entry.first < k; });
+}
+
 EdgeRow::const_iterator find_in(const EdgeRow& row, int key) {
-  const auto it = std::lower_bound(row.begin(), row.end(), key,
-                                   [](const auto& entry, int k) { return entry.first < k; });
+  const auto it = position_in(row, key);
   return it != row.end() && it->first == key ? it : row.end();
+}
+
+bool contains(const EdgeRow& row, int key) {
+  return find_in(row, key) != row.end();
 }
 
 void set_in(EdgeRow& row, int key, double weight) {
@@ -28,8 +38,7 @@ void set_in(EdgeRow& row, int key, double weight) {
     row.emplace_back(key, weight);
     return;
   }
-  const auto it = std::lower_bound(row.begin(), row.end(), key,
-                                   [](const auto& entry, int k) { return entry.first < k; });
+  const auto it = position_in(row, key);
   if (it != row.end() && it->first == key) {
     it->second = weight;
   } else {
@@ -73,7 +82,7 @@ bool Graph::remove_edge(int from, int to) {
 
 bool Graph::has_edge(int from, int to) const {
   if (from < 0 || from >= size() || to < 0 || to >= size()) return false;
-  return find_in(out_[from], to) != out_[from].end();
+  return contains(out_[from], to);
 }
 
 double Graph::weight(int from, int to) const {
@@ -109,12 +118,12 @@ std::vector<int> Graph::out_neighbors(int node) const {
 
 int Graph::in_degree(int node) const {
   check_node("in_degree", node);
-  return static_cast<int>(in_[node].size() - (find_in(in_[node], node) != in_[node].end()));
+  return static_cast<int>(in_[node].size() - contains(in_[node], node));
 }
 
 int Graph::out_degree(int node) const {
   check_node("out_degree", node);
-  return static_cast<int>(out_[node].size() - (find_in(out_[node], node) != out_[node].end()));
+  return static_cast<int>(out_[node].size() - contains(out_[node], node));
 }
 
 std::size_t Graph::num_edges() const {

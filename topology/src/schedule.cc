@@ -34,34 +34,40 @@ std::vector<int> DynamicSchedule::checked_recv_ranks(std::int64_t k, int node) c
 
 StepWeights DynamicSchedule::weights(std::int64_t k, int node) const {
   check_step("weights", k, node);
-  const std::vector<int> recvs = checked_recv_ranks(k, node);
-  const double share = 1.0 / static_cast<double>(recvs.size() + 1);
   StepWeights result;
-  result.self_weight = share;
-  for (int source : recvs) result.src_weights.emplace(source, share);
+  for (const auto& [sender, weight] : uniform_column(k, node)) {
+    if (sender == node) {
+      result.self_weight = weight;
+    } else {
+      result.src_weights.emplace(sender, weight);
+    }
+  }
   for (int destination : send_ranks(k, node)) result.dst_weights.emplace(destination, 1.0);
   return result;
 }
 
-// The weights() rule without its maps (a million nodes' maps took most of a
-// second per step): r's column holds 1 / (receives + 1) for r and each source.
-// Sources come sorted and the self loop goes in among them, so every row only
-// grows at its end.
+EdgeRow DynamicSchedule::uniform_column(std::int64_t k, int node) const {
+  const std::vector<int> sources = checked_recv_ranks(k, node);
+  const double share = 1.0 / static_cast<double>(sources.size() + 1);
+  EdgeRow column;
+  column.reserve(sources.size() + 1);
+  for (int source : sources) {
+    if (source > node && (column.empty() || column.back().first < node)) {
+      column.emplace_back(node, share);
+    }
+    column.emplace_back(source, share);
+  }
+  if (column.empty() || column.back().first < node) column.emplace_back(node, share);
+  return column;
+}
+
+// From uniform_column, not weights() (a million nodes' maps took most of a
+// second per step). Columns come sorted, so every row only grows at its end.
 Graph DynamicSchedule::mixing_graph(std::int64_t k) const {
   if (k < 0) fail("mixing_graph(", k, "): iteration must be >= 0");
   Graph g(size(), /*weighted=*/true);
   for (int r = 0; r < size(); ++r) {
-    const std::vector<int> sources = checked_recv_ranks(k, r);
-    const double share = 1.0 / static_cast<double>(sources.size() + 1);
-    bool self_added = false;
-    for (int source : sources) {
-      if (!self_added && source > r) {
-        g.add_edge(r, r, share);
-        self_added = true;
-      }
-      g.add_edge(source, r, share);
-    }
-    if (!self_added) g.add_edge(r, r, share);
+    for (const auto& [source, weight] : uniform_column(k, r)) g.add_edge(source, r, weight);
   }
   return g;
 }

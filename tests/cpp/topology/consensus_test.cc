@@ -109,19 +109,20 @@ class ListSchedule : public DynamicSchedule {
   std::vector<std::vector<std::vector<int>>> steps_;
 };
 
-// W^T of step k by hand from weights(k, r), the per-node rule the runtime uses.
+// W^T of step k by hand from the receive lists and the uniform rule.
 Eigen::MatrixXd transposed_weights_of(const DynamicSchedule& schedule, std::int64_t k) {
   Eigen::MatrixXd wt = Eigen::MatrixXd::Zero(schedule.size(), schedule.size());
   for (int r = 0; r < schedule.size(); ++r) {
-    const StepWeights w = schedule.weights(k, r);
-    wt(r, r) = w.self_weight;
-    for (const auto& [source, weight] : w.src_weights) wt(r, source) = weight;
+    const std::vector<int> sources = schedule.recv_ranks(k, r);
+    const double share = 1.0 / static_cast<double>(sources.size() + 1);
+    wt(r, r) = share;
+    for (int source : sources) wt(r, source) = share;
   }
   return wt;
 }
 
 // The steps a run takes (built from the receive lists, without a Graph) and the
-// mixing graphs, against dense products with the weights() of every node.
+// mixing graphs and weights(), against dense products written from the lists.
 TEST(Consensus, ScheduleStepsMatchTheDenseWeightsOfEveryNode) {
   const ListSchedule lists(
       {{{4}, {0, 2}, {}, {0, 1, 2, 4}, {3}}, {{1, 2, 3, 4}, {}, {1}, {2}, {0, 3}}});
@@ -137,6 +138,12 @@ TEST(Consensus, ScheduleStepsMatchTheDenseWeightsOfEveryNode) {
       const Eigen::MatrixXd wt = transposed_weights_of(*schedule, k);
       EXPECT_TRUE(schedule->mixing_graph(k).to_dense().transpose().isApprox(wt, 1e-15))
           << "step " << k;
+      for (int r = 0; r < schedule->size(); ++r) {
+        const StepWeights w = schedule->weights(k, r);
+        EXPECT_EQ(w.self_weight, wt(r, r)) << "step " << k << ", node " << r;
+        for (const auto& [source, weight] : w.src_weights) EXPECT_EQ(weight, wt(r, source));
+        EXPECT_EQ(w.src_weights.size(), schedule->recv_ranks(k, r).size());
+      }
       x = wt * x;
       EXPECT_NEAR(run.errors[static_cast<std::size_t>(k + 1)],
                   (x.array() - x0.mean()).matrix().norm() / start, 1e-14)

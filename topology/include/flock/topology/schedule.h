@@ -54,6 +54,9 @@ class DynamicSchedule {
 
   // Uniform weights for `node` at iteration k (see the file comment).
   StepWeights weights(std::int64_t k, int node) const;
+  // The same weights as node's column of W: (sender, weight) for every source
+  // and node itself, sorted by sender.
+  EdgeRow uniform_column(std::int64_t k, int node) const;
 
   // The mixing graph of iteration k with uniform weights: W[s][r] = r's weight
   // for s, W[r][r] = r's self weight. Column-stochastic by construction.
